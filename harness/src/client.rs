@@ -1,0 +1,170 @@
+//! A workload client: one lock instance, one database connection, and a
+//! ledger entry for everything it does.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use lockcore::{
+    Acquired, ClientSetup, DistributedLock, FaultPoints, LockConfig, LockError, Point, Release, StageEntry,
+};
+
+use crate::error::{HarnessError, Result};
+use crate::fault::FaultPlan;
+use crate::observe::Ledger;
+use crate::workload::{Database, Sale};
+
+/// Everything needed to make clients of one stage in one scenario.
+#[derive(Debug, Clone)]
+pub struct ClientFactory {
+    /// The stage under test.
+    pub stage: StageEntry,
+    /// Where the lock lives: one URL, or one per Redlock node.
+    pub lock_urls: Vec<String>,
+    /// Where the stock lives.
+    pub db_url: String,
+    /// TTL and friends.
+    pub config: LockConfig,
+    /// Shared by all clients of the scenario.
+    pub ledger: Ledger,
+}
+
+impl ClientFactory {
+    /// Connects a client called `name` (`client-A`…).
+    pub async fn client(&self, name: &str) -> Result<Client> {
+        self.client_at(name, self.lock_urls.clone()).await
+    }
+
+    /// Connects a client called `name` to other lock nodes than the
+    /// scenario's own (after a failover, new clients find the new master).
+    pub async fn client_at(&self, name: &str, lock_urls: Vec<String>) -> Result<Client> {
+        let plan = FaultPlan::new(name, self.ledger.timeline().clone());
+        let faults = FaultPoints::with_hook(plan.clone());
+        let setup = ClientSetup {
+            urls: lock_urls,
+            name: name.to_owned(),
+            config: self.config.clone(),
+            faults: faults.clone(),
+        };
+        let lock = (self.stage.connect)(setup).await?;
+        Ok(Client {
+            name: name.to_owned(),
+            lock,
+            db: Database::connect(&self.db_url, name).await?,
+            ledger: self.ledger.clone(),
+            faults,
+            plan,
+        })
+    }
+}
+
+/// One client of the workload.
+pub struct Client {
+    name: String,
+    lock: Box<dyn DistributedLock>,
+    db: Database,
+    ledger: Ledger,
+    faults: FaultPoints,
+    plan: Arc<FaultPlan>,
+}
+
+impl Client {
+    /// `client-A`…
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Where the test plans this client's faults.
+    pub fn faults(&self) -> &FaultPlan {
+        &self.plan
+    }
+
+    /// Tries once to take the lock.
+    pub async fn try_acquire(&self) -> Result<Option<Acquired>> {
+        let result = self.lock.try_acquire().await;
+        self.note_acquire(result)
+    }
+
+    /// Takes the lock, waiting at most `wait`.
+    pub async fn acquire(&self, wait: Duration) -> Result<Option<Acquired>> {
+        let result = self.lock.acquire(wait).await;
+        self.note_acquire(result)
+    }
+
+    fn note_acquire(&self, result: Result<Option<Acquired>, LockError>) -> Result<Option<Acquired>> {
+        match self.note_crash(result)? {
+            Some(held) => {
+                self.ledger.acquired(&self.name, &held);
+                Ok(Some(held))
+            }
+            None => Ok(None),
+        }
+    }
+
+    /// Gives the lock back. A refusal (not the owner) is a result here, not
+    /// an error: `Err(LockError::NotOwner)` inside `Ok`.
+    pub async fn release(&self, held: &Acquired) -> Result<Result<Release, LockError>> {
+        self.ledger.release_sent(&self.name);
+        match self.lock.release(held).await {
+            Ok(outcome) => {
+                self.ledger.released(&self.name, outcome);
+                Ok(Ok(outcome))
+            }
+            Err(LockError::NotOwner) => {
+                self.ledger.timeline().record(&self.name, "release REFUSED: not the owner");
+                Ok(Err(LockError::NotOwner))
+            }
+            Err(other) => Err(self.note_crash::<()>(Err(other)).unwrap_err()),
+        }
+    }
+
+    /// Reads the stock (the start of the critical section's business).
+    pub async fn read_stock(&self) -> Result<i64> {
+        self.db.read_stock().await
+    }
+
+    /// Finishes a purchase started with [`Client::read_stock`].
+    pub async fn sell(&self, read: i64, held: &Acquired) -> Result<Sale> {
+        let sale = self.db.sell(read, held.fencing_token).await?;
+        let text = match sale {
+            Sale::Sold(from) => format!("sold one: stock {from} -> {}", from - 1),
+            Sale::SoldOut => "stock is 0: nothing to sell".to_owned(),
+            Sale::Rejected { token } => format!("write REJECTED by the resource: token {token} is stale"),
+        };
+        self.ledger.timeline().record(&self.name, text);
+        Ok(sale)
+    }
+
+    /// One purchase inside the lock: read, reach the workload's fault point,
+    /// think for `business`, write.
+    pub async fn buy_one(&self, held: &Acquired, business: Duration) -> Result<Sale> {
+        let read = self.read_stock().await?;
+        self.note_crash(self.faults.reached(Point::InCriticalSection).await)?;
+        tokio::time::sleep(business).await;
+        self.sell(read, held).await
+    }
+
+    /// Buys until the stock runs out: acquire (waiting at most `wait`),
+    /// buy one, release, again. Returns how many it sold.
+    pub async fn shop_until_sold_out(&self, wait: Duration, business: Duration) -> Result<u32> {
+        let mut sold = 0;
+        while let Some(held) = self.acquire(wait).await? {
+            let sale = self.buy_one(&held, business).await?;
+            self.release(&held).await??;
+            match sale {
+                Sale::Sold(_) => sold += 1,
+                Sale::SoldOut | Sale::Rejected { .. } => break,
+            }
+        }
+        Ok(sold)
+    }
+
+    /// Marks a crash in the ledger on its way out.
+    fn note_crash<T>(&self, result: Result<T, LockError>) -> Result<T> {
+        result.map_err(|e| {
+            if let LockError::Crashed(point) = e {
+                self.ledger.died(&self.name, &format!("died at {point}"));
+            }
+            HarnessError::Lock(e)
+        })
+    }
+}

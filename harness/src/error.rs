@@ -1,0 +1,32 @@
+//! The harness's error type.
+
+use lockcore::LockError;
+
+/// What can stop a scenario from running (as opposed to what it observes).
+#[derive(Debug, thiserror::Error)]
+pub enum HarnessError {
+    /// No way to get a Redis server on this machine.
+    #[error("{0}")]
+    NoRedis(String),
+    /// A server would not start or answer.
+    #[error("redis-server did not start: {0}")]
+    ServerStart(String),
+    /// A Redis command from the harness itself failed.
+    #[error("redis: {0}")]
+    Redis(#[from] redis::RedisError),
+    /// The lock under test failed in a way the scenario did not plan for.
+    #[error("lock: {0}")]
+    Lock(#[from] LockError),
+    /// A holder process misbehaved.
+    #[error("holder process: {0}")]
+    Holder(String),
+    /// Operating-system trouble (spawning, signals, files).
+    #[error("i/o: {0}")]
+    Io(#[from] std::io::Error),
+    /// A scenario was asked of a stage or topology it cannot run on.
+    #[error("{0}")]
+    Unsupported(String),
+}
+
+/// Results in the harness.
+pub type Result<T, E = HarnessError> = std::result::Result<T, E>;

@@ -1,0 +1,6 @@
+//! Faults the harness can cause: at fault points inside a client, and to
+//! whole processes and nodes.
+
+mod plan;
+
+pub use plan::{FaultPlan, Gate};

@@ -1,0 +1,232 @@
+//! The ledger: who acquired, released, sold, crashed, and when, on one
+//! monotonic clock. Observers are computed from it after the run, so every
+//! verdict is measured, never assumed.
+
+use std::sync::{Arc, Mutex};
+
+use lockcore::{Acquired, Release};
+use tokio::time::Instant;
+
+use super::Timeline;
+
+/// One thing a client did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Entry {
+    /// The lock said yes.
+    Acquired,
+    /// The client started giving the lock back (its critical section ends).
+    ReleaseSent,
+    /// The release came back.
+    Released(Release),
+    /// The client died holding whatever it held (crash, `kill -9`).
+    Died,
+}
+
+#[derive(Debug, Clone)]
+struct Record {
+    at: Instant,
+    client: String,
+    entry: Entry,
+}
+
+/// A release that removed a lock someone else had taken.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ForeignDelete {
+    /// Who sent the release.
+    pub by: String,
+    /// Whose lock it removed.
+    pub victim: String,
+}
+
+/// Two clients inside the critical section at the same time.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Overlap {
+    /// The one that entered first.
+    pub first: String,
+    /// The one that entered while the first was still inside.
+    pub second: String,
+}
+
+/// Shared by every client of a scenario; clones share it.
+#[derive(Debug, Clone)]
+pub struct Ledger {
+    timeline: Timeline,
+    records: Arc<Mutex<Vec<Record>>>,
+}
+
+impl Ledger {
+    /// An empty ledger that also narrates into `timeline`.
+    pub fn new(timeline: Timeline) -> Self {
+        Self { timeline, records: Arc::default() }
+    }
+
+    /// The timeline the ledger narrates into.
+    pub fn timeline(&self) -> &Timeline {
+        &self.timeline
+    }
+
+    /// `client` took the lock.
+    pub fn acquired(&self, client: &str, held: &Acquired) {
+        let mut text = format!("acquired the lock (value {})", short(&held.value));
+        if let Some(token) = held.fencing_token {
+            text.push_str(&format!(", fencing token {token}"));
+        }
+        if let Some(validity) = held.validity {
+            text.push_str(&format!(", valid for {}ms", validity.as_millis()));
+        }
+        self.push(client, Entry::Acquired, text);
+    }
+
+    /// `client` is about to send its release.
+    pub fn release_sent(&self, client: &str) {
+        self.push(client, Entry::ReleaseSent, "leaves the critical section and releases".into());
+    }
+
+    /// `client`'s release came back with `outcome`.
+    pub fn released(&self, client: &str, outcome: Release) {
+        let text = match outcome {
+            Release::Deleted => "release deleted the lock key".to_owned(),
+            Release::NothingDeleted => "release deleted nothing".to_owned(),
+            Release::StillHeld(n) => format!("released one hold; still held {n} time(s)"),
+        };
+        self.push(client, Entry::Released(outcome), text);
+    }
+
+    /// `client` died (`how`: "crashed at after-setnx", "killed with kill -9").
+    pub fn died(&self, client: &str, how: &str) {
+        self.push(client, Entry::Died, how.to_owned());
+    }
+
+    fn push(&self, client: &str, entry: Entry, text: String) {
+        self.timeline.record(client, text);
+        self.records().push(Record { at: Instant::now(), client: client.to_owned(), entry });
+    }
+
+    fn records(&self) -> std::sync::MutexGuard<'_, Vec<Record>> {
+        self.records.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// How many times `client` acquired.
+    pub fn acquisitions(&self, client: &str) -> usize {
+        self.records().iter().filter(|r| r.client == client && r.entry == Entry::Acquired).count()
+    }
+
+    /// Pairs of clients whose critical sections overlapped. A section runs
+    /// from `Acquired` to the client's next `ReleaseSent` or `Died` (or to
+    /// the end of the run).
+    pub fn overlaps(&self) -> Vec<Overlap> {
+        let records = self.records();
+        let mut sections: Vec<(String, Instant, Option<Instant>)> = Vec::new();
+        for (i, record) in records.iter().enumerate() {
+            if record.entry != Entry::Acquired {
+                continue;
+            }
+            let end = records[i + 1..]
+                .iter()
+                .find(|r| {
+                    r.client == record.client && matches!(r.entry, Entry::ReleaseSent | Entry::Died)
+                })
+                .map(|r| r.at);
+            sections.push((record.client.clone(), record.at, end));
+        }
+        let mut overlaps = Vec::new();
+        for (i, (first, _, first_end)) in sections.iter().enumerate() {
+            for (second, second_start, _) in &sections[i + 1..] {
+                let still_inside = first_end.is_none_or(|end| end > *second_start);
+                let pair = Overlap { first: first.clone(), second: second.clone() };
+                if first != second && still_inside && !overlaps.contains(&pair) {
+                    overlaps.push(pair);
+                }
+            }
+        }
+        overlaps
+    }
+
+    /// Releases that deleted a lock taken by someone else. A client's key
+    /// is provably gone once another client acquires after it (`SET NX`
+    /// only succeeds on an absent key); if its release still deleted a key,
+    /// that key was someone else's.
+    pub fn foreign_deletes(&self) -> Vec<ForeignDelete> {
+        let records = self.records();
+        let mut found = Vec::new();
+        for (i, record) in records.iter().enumerate() {
+            if record.entry != Entry::Released(Release::Deleted) {
+                continue;
+            }
+            let by = &record.client;
+            let before = &records[..i];
+            let Some(sent) = before.iter().rposition(|r| &r.client == by && r.entry == Entry::ReleaseSent) else {
+                continue;
+            };
+            let Some(taken) = before[..sent].iter().rposition(|r| &r.client == by && r.entry == Entry::Acquired)
+            else {
+                continue;
+            };
+            if let Some(victim) = before[taken + 1..sent]
+                .iter()
+                .rev()
+                .find(|r| &r.client != by && r.entry == Entry::Acquired)
+            {
+                found.push(ForeignDelete { by: by.clone(), victim: victim.client.clone() });
+            }
+        }
+        found
+    }
+}
+
+/// The first eight characters of a value, for the timeline.
+pub fn short(value: &str) -> String {
+    if value.chars().count() > 8 {
+        format!("{}…", value.chars().take(8).collect::<String>())
+    } else {
+        value.to_owned()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ledger() -> Ledger {
+        Ledger::new(Timeline::new())
+    }
+
+    #[test]
+    fn a_release_after_someone_else_acquired_is_a_foreign_delete() {
+        let ledger = ledger();
+        let held = Acquired::with_value("1");
+        ledger.acquired("client-A", &held);
+        ledger.acquired("client-B", &held);
+        ledger.release_sent("client-A");
+        ledger.released("client-A", Release::Deleted);
+        assert_eq!(
+            ledger.foreign_deletes(),
+            [ForeignDelete { by: "client-A".into(), victim: "client-B".into() }]
+        );
+        assert_eq!(ledger.overlaps().len(), 1);
+    }
+
+    #[test]
+    fn taking_turns_is_neither_overlap_nor_foreign_delete() {
+        let ledger = ledger();
+        let held = Acquired::with_value("1");
+        for client in ["client-A", "client-B", "client-A"] {
+            ledger.acquired(client, &held);
+            ledger.release_sent(client);
+            ledger.released(client, Release::Deleted);
+        }
+        assert!(ledger.foreign_deletes().is_empty());
+        assert!(ledger.overlaps().is_empty());
+    }
+
+    #[test]
+    fn a_release_that_deleted_nothing_is_not_a_foreign_delete() {
+        let ledger = ledger();
+        let held = Acquired::with_value("1");
+        ledger.acquired("client-A", &held);
+        ledger.acquired("client-B", &held);
+        ledger.release_sent("client-A");
+        ledger.released("client-A", Release::NothingDeleted);
+        assert!(ledger.foreign_deletes().is_empty());
+    }
+}

@@ -1,0 +1,93 @@
+//! What a scenario concludes: the set of observers that fired.
+
+use std::collections::BTreeSet;
+use std::fmt;
+
+/// One observer that fired.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Finding {
+    /// More orders than there was stock.
+    Oversold,
+    /// Two clients inside the critical section at once.
+    Overlap,
+    /// A release removed a lock someone else held.
+    ForeignDelete,
+    /// Nobody could acquire for the whole patience window.
+    Deadlock,
+    /// The lock correctly said no (Redlock: validity used up, no quorum).
+    Refused,
+}
+
+impl Finding {
+    /// Every finding, in the order verdicts print them.
+    pub const ALL: [Finding; 5] =
+        [Finding::Oversold, Finding::Overlap, Finding::ForeignDelete, Finding::Deadlock, Finding::Refused];
+
+    /// The word the matrix prints.
+    pub fn label(self) -> &'static str {
+        match self {
+            Finding::Oversold => "OVERSOLD",
+            Finding::Overlap => "OVERLAP",
+            Finding::ForeignDelete => "FOREIGN-DELETE",
+            Finding::Deadlock => "DEADLOCK",
+            Finding::Refused => "REFUSED",
+        }
+    }
+
+    /// What it means, for the legend.
+    pub fn meaning(self) -> &'static str {
+        match self {
+            Finding::Oversold => "more orders than stock: the lock failed to protect the data",
+            Finding::Overlap => "two clients were inside the critical section at the same time",
+            Finding::ForeignDelete => "a client's release deleted a lock another client held",
+            Finding::Deadlock => "nobody could take the lock for the whole patience window",
+            Finding::Refused => "the lock said no instead of granting an unsafe lock",
+        }
+    }
+}
+
+/// The findings of one run; empty means `ok`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+pub struct Verdict(BTreeSet<Finding>);
+
+impl Verdict {
+    /// Nothing fired.
+    pub fn ok() -> Self {
+        Self::default()
+    }
+
+    /// Exactly these findings.
+    pub fn of(findings: &[Finding]) -> Self {
+        Self(findings.iter().copied().collect())
+    }
+
+    /// Adds a finding.
+    pub fn insert(&mut self, finding: Finding) {
+        self.0.insert(finding);
+    }
+
+    /// Whether `finding` fired.
+    pub fn has(&self, finding: Finding) -> bool {
+        self.0.contains(&finding)
+    }
+
+    /// Whether nothing fired.
+    pub fn is_ok(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// The findings, in print order.
+    pub fn findings(&self) -> impl Iterator<Item = Finding> + '_ {
+        self.0.iter().copied()
+    }
+}
+
+impl fmt::Display for Verdict {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.is_ok() {
+            return f.write_str("ok");
+        }
+        let labels: Vec<&str> = self.findings().map(Finding::label).collect();
+        f.write_str(&labels.join(" "))
+    }
+}

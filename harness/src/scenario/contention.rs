@@ -1,0 +1,37 @@
+//! Contention: eight clients buy ten items at once, each purchase thinking
+//! for a while between reading and writing the stock. Without a lock they
+//! all read the same stock and oversell; with one they take turns.
+
+use std::time::Duration;
+
+use futures_util::future::try_join_all;
+use lockcore::StageEntry;
+
+use super::{Outcome, Run, ScenarioEnv};
+use crate::error::Result;
+
+/// Clients racing for the lock.
+pub const CLIENTS: usize = 8;
+/// Items for sale.
+pub const STOCK: i64 = 10;
+/// How long one client waits for its turn before giving up. Generous: the
+/// whole shop sells out in well under a second.
+const TURN_WAIT: Duration = Duration::from_secs(20);
+
+/// `client-A`, `client-B`, …
+pub fn client_name(i: usize) -> String {
+    format!("client-{}", char::from(b'A' + u8::try_from(i % 26).unwrap_or(0)))
+}
+
+pub(super) async fn run(stage: StageEntry, env: ScenarioEnv) -> Result<Outcome> {
+    let mut run = Run::start(stage, env, STOCK).await?;
+    let mut clients = Vec::with_capacity(CLIENTS);
+    for i in 0..CLIENTS {
+        clients.push(run.client(&client_name(i)).await?);
+    }
+    run.narrate(format!("{CLIENTS} clients start shopping at once"));
+    let business = run.env.timing.business;
+    let sold = try_join_all(clients.iter().map(|c| c.shop_until_sold_out(TURN_WAIT, business))).await?;
+    run.facts.insert("sales_reported", sold.iter().map(|&n| i64::from(n)).sum());
+    run.finish().await
+}

@@ -1,0 +1,215 @@
+//! Scenarios: one fault story each, runnable against any stage.
+//!
+//! A scenario builds its topology on real Redis servers, drives clients of
+//! the stage under test through the story (synchronised on fault points and
+//! Redis events, never on luck), and returns an [`Outcome`]: the verdict of
+//! the observers, the facts it measured, and the timeline.
+
+mod clock_jump;
+mod contention;
+mod crash_before_expire;
+mod failover;
+mod gc_pause;
+mod get_del_race;
+mod killed_holder;
+mod network_delay;
+mod reentrant;
+mod restart_without_persistence;
+mod run;
+mod slow_business;
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::pin::Pin;
+use std::time::Duration;
+
+use lockcore::{Description, StageEntry};
+
+pub use run::Run;
+
+use crate::error::Result;
+use crate::holder::Launcher;
+use crate::observe::{Timeline, Verdict};
+use crate::server::Backend;
+
+/// The future a scenario returns.
+pub type ScenarioFuture = Pin<Box<dyn Future<Output = Result<Outcome>> + Send>>;
+
+/// One fault story.
+#[derive(Clone, Copy)]
+pub struct Scenario {
+    /// `killed-holder`, `slow-business`…: the CLI's and the matrix's name.
+    pub name: &'static str,
+    /// One line: what happens.
+    pub title: &'static str,
+    /// `Some(reason)` when the story makes no sense for a stage.
+    pub not_applicable: fn(&Description) -> Option<&'static str>,
+    /// Runs the story against a stage.
+    pub run: fn(StageEntry, ScenarioEnv) -> ScenarioFuture,
+}
+
+impl std::fmt::Debug for Scenario {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("Scenario").field(&self.name).finish()
+    }
+}
+
+fn always(_: &Description) -> Option<&'static str> {
+    None
+}
+
+/// Every scenario, in the matrix's column order.
+pub const SCENARIOS: &[Scenario] = &[
+    Scenario {
+        name: "contention",
+        title: "8 clients buy 10 items at once",
+        not_applicable: always,
+        run: |stage, env| Box::pin(contention::run(stage, env)),
+    },
+    Scenario {
+        name: "killed-holder",
+        title: "the holder process is killed with kill -9 inside the critical section",
+        not_applicable: always,
+        run: |stage, env| Box::pin(killed_holder::run(stage, env)),
+    },
+    Scenario {
+        name: "crash-before-expire",
+        title: "the holder crashes right after its first lock command",
+        not_applicable: crash_before_expire::not_applicable,
+        run: |stage, env| Box::pin(crash_before_expire::run(stage, env)),
+    },
+    Scenario {
+        name: "slow-business",
+        title: "the holder's business outlasts the TTL three times over",
+        not_applicable: slow_business::not_applicable,
+        run: |stage, env| Box::pin(slow_business::run(stage, env)),
+    },
+    Scenario {
+        name: "get-del-race",
+        title: "the lock expires between the holder's GET and its DEL",
+        not_applicable: get_del_race::not_applicable,
+        run: |stage, env| Box::pin(get_del_race::run(stage, env)),
+    },
+    Scenario {
+        name: "gc-pause",
+        title: "the holder process is frozen (SIGSTOP) for three TTLs, then thawed",
+        not_applicable: gc_pause::not_applicable,
+        run: |stage, env| Box::pin(gc_pause::run(stage, env)),
+    },
+    Scenario {
+        name: "failover",
+        title: "the master dies before the lock reaches its replica; the replica is promoted",
+        not_applicable: failover::not_applicable,
+        run: |stage, env| Box::pin(failover::run(stage, env)),
+    },
+    Scenario {
+        name: "restart-without-persistence",
+        title: "a node that granted the lock restarts empty",
+        not_applicable: restart_without_persistence::not_applicable,
+        run: |stage, env| Box::pin(restart_without_persistence::run(stage, env)),
+    },
+    Scenario {
+        name: "clock-jump",
+        title: "a node's clock jumps forward, so the lock expires early there",
+        not_applicable: clock_jump::not_applicable,
+        run: |stage, env| Box::pin(clock_jump::run(stage, env)),
+    },
+    Scenario {
+        name: "reentrant",
+        title: "the holder asks for the lock it already holds",
+        not_applicable: reentrant::not_applicable,
+        run: |stage, env| Box::pin(reentrant::run(stage, env)),
+    },
+    Scenario {
+        name: "network-delay",
+        title: "replies are delayed until the lock's validity is used up",
+        not_applicable: network_delay::not_applicable,
+        run: |stage, env| Box::pin(network_delay::run(stage, env)),
+    },
+];
+
+/// Finds a scenario by name.
+pub fn find(name: &str) -> Option<&'static Scenario> {
+    SCENARIOS.iter().find(|s| s.name == name)
+}
+
+/// Times every scenario uses. Each fault is at least 3x the time it must
+/// outlast, so no result depends on scheduling luck.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Timing {
+    /// The lock's TTL (and stage 6's watchdog timeout).
+    pub ttl: Duration,
+    /// How long one purchase thinks between reading and writing the stock.
+    pub business: Duration,
+}
+
+impl Default for Timing {
+    fn default() -> Self {
+        Self { ttl: Duration::from_millis(300), business: Duration::from_millis(20) }
+    }
+}
+
+impl Timing {
+    /// How long a client waits before the run declares a deadlock: three
+    /// TTLs, so a lock that does expire is always taken well within it.
+    pub fn patience(&self) -> Duration {
+        self.ttl * 3
+    }
+}
+
+/// Where and how scenarios run.
+#[derive(Debug, Clone)]
+pub struct ScenarioEnv {
+    /// Where Redis nodes run.
+    pub backend: Backend,
+    /// How to start a holder process.
+    pub launcher: Launcher,
+    /// TTLs and business time.
+    pub timing: Timing,
+}
+
+/// What a run saw.
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    /// The observers that fired.
+    pub verdict: Verdict,
+    /// Numbers the scenario measured: `orders`, `initial_stock`,
+    /// `pttl_after_death`…
+    pub facts: BTreeMap<&'static str, i64>,
+    /// Everything that happened.
+    pub timeline: Timeline,
+}
+
+impl Outcome {
+    /// A measured number; panics with the facts listed when it is missing,
+    /// which is a bug in the scenario, not in the lock.
+    pub fn fact(&self, name: &str) -> i64 {
+        *self
+            .facts
+            .get(name)
+            .unwrap_or_else(|| panic!("the scenario measured no `{name}`; it has {:?}", self.facts))
+    }
+}
+
+impl ScenarioEnv {
+    /// The environment's backend, default timing, holder processes started
+    /// by `launcher`.
+    pub fn from_env(launcher: Launcher) -> Result<Self> {
+        Ok(Self { backend: Backend::from_env()?, launcher, timing: Timing::default() })
+    }
+}
+
+/// Runs scenario `name` against `stage` from a test: holders are this test
+/// binary's `holder_process` entry point. Panics, with the reason, when the
+/// scenario cannot run at all (no Redis, unknown name).
+pub async fn run_in_test(name: &str, stage: StageEntry) -> Outcome {
+    let scenario = find(name).unwrap_or_else(|| panic!("no scenario named `{name}`"));
+    let env = ScenarioEnv::from_env(Launcher::this_test_binary()).unwrap_or_else(|e| panic!("{e}"));
+    match (scenario.run)(stage, env).await {
+        Ok(outcome) => {
+            println!("{}", outcome.timeline.render());
+            outcome
+        }
+        Err(e) => panic!("scenario {name} on {} could not run: {e}", stage.description.name),
+    }
+}

@@ -1,0 +1,149 @@
+//! The scaffolding every scenario shares: nodes, watchers, ledger, and the
+//! final reckoning.
+
+use std::collections::BTreeMap;
+
+use lockcore::{Acquired, LockConfig, StageEntry};
+
+use super::{Outcome, ScenarioEnv};
+use crate::client::{Client, ClientFactory};
+use crate::error::Result;
+use crate::observe::{Finding, Ledger, NodeWatcher, Timeline, Verdict};
+use crate::server::Node;
+use crate::workload::Database;
+
+/// One scenario run in progress.
+pub struct Run {
+    /// The stage under test.
+    pub stage: StageEntry,
+    /// Where and how.
+    pub env: ScenarioEnv,
+    /// The lock's nodes: one, or one per Redlock master.
+    pub nodes: Vec<Node>,
+    /// The database node, never faulted.
+    pub db: Node,
+    /// Makes clients of the stage against these nodes.
+    pub factory: ClientFactory,
+    /// Findings the scenario establishes itself (deadlock, refused).
+    pub verdict: Verdict,
+    /// Numbers the scenario measured.
+    pub facts: BTreeMap<&'static str, i64>,
+    initial_stock: i64,
+    harness_db: Database,
+    watchers: Vec<NodeWatcher>,
+}
+
+impl Run {
+    /// Starts the database node and as many lock nodes as the stage needs,
+    /// watched into a fresh timeline, with `stock` items for sale.
+    pub async fn start(stage: StageEntry, env: ScenarioEnv, stock: i64) -> Result<Self> {
+        let timeline = Timeline::new();
+        let count = stage.description.nodes;
+        let mut nodes = Vec::with_capacity(count);
+        for i in 1..=count {
+            let label = if count == 1 { "lock".to_owned() } else { format!("node{i}") };
+            nodes.push(Node::start(&env.backend, &label, &[]).await?);
+        }
+        let db = Node::start(&env.backend, "db", &[]).await?;
+        let mut watchers = Vec::new();
+        for node in nodes.iter().chain([&db]) {
+            watchers.push(NodeWatcher::start(&node.url(), node.label(), &timeline).await?);
+        }
+        let harness_db = Database::connect(&db.url(), "harness").await?;
+        harness_db.reset(stock).await?;
+        let config = LockConfig { watchdog_timeout: env.timing.ttl, ..LockConfig::with_ttl(env.timing.ttl) };
+        let factory = ClientFactory {
+            stage,
+            lock_urls: nodes.iter().map(Node::url).collect(),
+            db_url: db.url(),
+            config,
+            ledger: Ledger::new(timeline.clone()),
+        };
+        timeline.record(
+            "harness",
+            format!(
+                "{} ({}): TTL {}ms, stock {stock}",
+                stage.description.name,
+                env_label(&env),
+                env.timing.ttl.as_millis()
+            ),
+        );
+        Ok(Self {
+            stage,
+            env,
+            nodes,
+            db,
+            factory,
+            verdict: Verdict::ok(),
+            facts: BTreeMap::new(),
+            initial_stock: stock,
+            harness_db,
+            watchers,
+        })
+    }
+
+    /// The timeline of this run.
+    pub fn timeline(&self) -> &Timeline {
+        self.factory.ledger.timeline()
+    }
+
+    /// Says something in the timeline as the harness.
+    pub fn narrate(&self, text: impl Into<String>) {
+        self.timeline().record("harness", text);
+    }
+
+    /// Connects a client of the stage called `name`.
+    pub async fn client(&self, name: &str) -> Result<Client> {
+        self.factory.client(name).await
+    }
+
+    /// `PTTL` of the lock key on the first node: -2 gone, -1 no expiry.
+    pub async fn lock_pttl(&self) -> Result<i64> {
+        let mut conn = lockcore::connect(&self.nodes[0].url(), "harness").await?;
+        Ok(redis::cmd("PTTL").arg(&self.factory.config.key).query_async(&mut conn).await?)
+    }
+
+    /// Lets `client` try for the whole patience window. If it never gets the
+    /// lock, that is a deadlock. Returns what it got.
+    pub async fn probe_for_deadlock(&mut self, client: &Client) -> Result<Option<Acquired>> {
+        let patience = self.env.timing.patience();
+        self.narrate(format!("{} tries to acquire for up to {}ms", client.name(), patience.as_millis()));
+        let held = client.acquire(patience).await?;
+        if held.is_none() {
+            self.narrate(format!("nobody acquired within {}ms: DEADLOCK", patience.as_millis()));
+            self.verdict.insert(Finding::Deadlock);
+        }
+        Ok(held)
+    }
+
+    /// Reckons up: waits for every node's `MONITOR` to catch up, then adds
+    /// what the ledger and the database show to the scenario's own findings.
+    pub async fn finish(mut self) -> Result<Outcome> {
+        for watcher in &mut self.watchers {
+            watcher.flush().await?;
+        }
+        let orders = self.harness_db.orders().await?;
+        self.facts.insert("orders", orders);
+        self.facts.insert("initial_stock", self.initial_stock);
+        self.facts.insert("stock_left", self.harness_db.read_stock().await?);
+        if orders > self.initial_stock {
+            self.verdict.insert(Finding::Oversold);
+            self.narrate(format!("OVERSOLD: {orders} orders for {} items", self.initial_stock));
+        }
+        let ledger = &self.factory.ledger;
+        for overlap in ledger.overlaps() {
+            self.verdict.insert(Finding::Overlap);
+            self.narrate(format!("OVERLAP: {} entered while {} was inside", overlap.second, overlap.first));
+        }
+        for foreign in ledger.foreign_deletes() {
+            self.verdict.insert(Finding::ForeignDelete);
+            self.narrate(format!("FOREIGN-DELETE: {}'s release deleted {}'s lock", foreign.by, foreign.victim));
+        }
+        self.narrate(format!("verdict: {}", self.verdict));
+        Ok(Outcome { verdict: self.verdict, facts: self.facts, timeline: self.factory.ledger.timeline().clone() })
+    }
+}
+
+fn env_label(env: &ScenarioEnv) -> String {
+    format!("{:?} backend", env.backend).to_lowercase()
+}

@@ -1,0 +1,213 @@
+//! A real `redis-server` process on a free loopback port.
+
+use std::net::TcpListener;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio::time::{Instant, sleep};
+
+use crate::error::{HarnessError, Result};
+use crate::process::{self, Signal};
+
+/// How to install `redis-server`, said once wherever it is missing.
+pub const INSTALL_HINT: &str = "redis-server was not found on PATH. Install it:\n  \
+    Debian/Ubuntu: sudo apt-get install redis-server\n  \
+    macOS:         brew install redis\n\
+or run with Docker instead: LOCKSTAGES_BACKEND=docker (image from LOCKSTAGES_REDIS_IMAGE, default redis:7-alpine)";
+
+/// Whether `redis-server` can be started here.
+pub fn redis_server_installed() -> bool {
+    Command::new("redis-server")
+        .arg("--version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|status| status.success())
+}
+
+/// A `redis-server` child process. It keeps nothing on disk, and it is
+/// killed when dropped and when this process dies.
+#[derive(Debug)]
+pub struct RedisProcess {
+    child: Option<Child>,
+    port: u16,
+    dir: PathBuf,
+    extra_args: Vec<String>,
+}
+
+const READY_WITHIN: Duration = Duration::from_secs(10);
+const PORT_ATTEMPTS: usize = 20;
+
+impl RedisProcess {
+    /// Starts a server on a free port, with `extra_args` appended to the
+    /// command line (`--replicaof 127.0.0.1 6379`, say), and waits until it
+    /// answers PING.
+    pub async fn start(extra_args: &[&str]) -> Result<Self> {
+        for _ in 0..PORT_ATTEMPTS {
+            let port = free_port()?;
+            let mut server = Self {
+                child: None,
+                port,
+                dir: std::env::temp_dir().join(format!("lockstages-{}-{port}", std::process::id())),
+                extra_args: extra_args.iter().map(|s| (*s).to_owned()).collect(),
+            };
+            match server.launch().await {
+                Ok(()) => return Ok(server),
+                Err(Launch::PortTaken) => continue,
+                Err(Launch::Failed(e)) => return Err(e),
+            }
+        }
+        Err(HarnessError::ServerStart(format!("no free port after {PORT_ATTEMPTS} attempts")))
+    }
+
+    async fn launch(&mut self) -> std::result::Result<(), Launch> {
+        std::fs::create_dir_all(&self.dir).map_err(|e| Launch::Failed(e.into()))?;
+        let log = self.dir.join("redis.log");
+        let _ = std::fs::remove_file(&log);
+        let mut command = Command::new("redis-server");
+        command
+            .args(["--port", &self.port.to_string(), "--bind", "127.0.0.1"])
+            // No persistence: a restart comes back empty, as the Redlock
+            // scenarios need, and nothing is left on disk.
+            .args(["--save", "", "--appendonly", "no"])
+            .args(["--dir", &self.dir.to_string_lossy()])
+            .args(["--logfile", &log.to_string_lossy()])
+            .args(["--repl-diskless-load", "on-empty-db"])
+            .args(["--notify-keyspace-events", "Ex"])
+            .args(&self.extra_args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        let child = process::spawn(command).map_err(|e| {
+            Launch::Failed(if e.kind() == std::io::ErrorKind::NotFound {
+                HarnessError::NoRedis(INSTALL_HINT.to_owned())
+            } else {
+                e.into()
+            })
+        })?;
+        self.child = Some(child);
+
+        let deadline = Instant::now() + READY_WITHIN;
+        loop {
+            if ping(self.port).await {
+                return Ok(());
+            }
+            if let Some(status) = self.child.as_mut().and_then(|c| c.try_wait().ok().flatten()) {
+                self.child = None;
+                let log = std::fs::read_to_string(&log).unwrap_or_default();
+                return Err(if log.contains("Address already in use") {
+                    Launch::PortTaken
+                } else {
+                    Launch::Failed(HarnessError::ServerStart(format!(
+                        "exited with {status}; its log ends with:\n{}",
+                        tail(&log, 10)
+                    )))
+                });
+            }
+            if Instant::now() > deadline {
+                self.stop();
+                return Err(Launch::Failed(HarnessError::ServerStart(format!(
+                    "no answer to PING on port {} within {READY_WITHIN:?}",
+                    self.port
+                ))));
+            }
+            sleep(Duration::from_millis(5)).await;
+        }
+    }
+
+    /// The loopback port.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// `redis://127.0.0.1:<port>`.
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}", self.port)
+    }
+
+    /// The process id, while it runs.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
+    }
+
+    /// `kill -9`: the server vanishes with everything in its memory.
+    pub fn kill(&mut self) {
+        self.stop();
+    }
+
+    /// Freezes the server (SIGSTOP): connections stay open, nothing answers.
+    pub fn pause(&self) -> Result<()> {
+        self.signal(Signal::Stop)
+    }
+
+    /// Thaws a paused server (SIGCONT).
+    pub fn resume(&self) -> Result<()> {
+        self.signal(Signal::Continue)
+    }
+
+    /// Kills the server (if it runs) and starts it again, empty, on the same
+    /// port, so clients that reconnect find it where it was.
+    pub async fn restart(&mut self) -> Result<()> {
+        self.stop();
+        match self.launch().await {
+            Ok(()) => Ok(()),
+            Err(Launch::PortTaken) => Err(HarnessError::ServerStart(format!(
+                "port {} was taken while the server was down",
+                self.port
+            ))),
+            Err(Launch::Failed(e)) => Err(e),
+        }
+    }
+
+    fn signal(&self, signal: Signal) -> Result<()> {
+        let pid = self
+            .pid()
+            .ok_or_else(|| HarnessError::ServerStart(format!("the server on port {} is not running", self.port)))?;
+        Ok(process::send(pid, signal)?)
+    }
+
+    fn stop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = process::send(child.id(), Signal::Kill);
+            let _ = child.wait();
+        }
+    }
+}
+
+impl Drop for RedisProcess {
+    fn drop(&mut self) {
+        self.stop();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+enum Launch {
+    PortTaken,
+    Failed(HarnessError),
+}
+
+fn free_port() -> Result<u16> {
+    // The OS picks a free port; another process may take it before
+    // redis-server binds it, which `start` notices and retries.
+    Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
+}
+
+async fn ping(port: u16) -> bool {
+    let Ok(mut stream) = TcpStream::connect(("127.0.0.1", port)).await else {
+        return false;
+    };
+    let mut reply = [0u8; 7];
+    stream.write_all(b"PING\r\n").await.is_ok()
+        && tokio::time::timeout(Duration::from_millis(500), stream.read_exact(&mut reply))
+            .await
+            .is_ok_and(|read| read.is_ok())
+        && &reply == b"+PONG\r\n"
+}
+
+fn tail(text: &str, lines: usize) -> String {
+    let all: Vec<&str> = text.lines().collect();
+    all[all.len().saturating_sub(lines)..].join("\n")
+}

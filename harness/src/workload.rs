@@ -1,0 +1,116 @@
+//! The stock-deduction workload from the articles, on its own Redis node.
+//!
+//! Read the stock, think for a while (the business), and if there is any
+//! left write back one less and record an order. Two clients that do this
+//! at once read the same stock and sell it twice: more orders than stock is
+//! *oversold*, the failure every stage is judged by.
+//!
+//! The data lives on a "database" node that no fault touches, so what a
+//! scenario breaks is the lock, never the data store.
+
+use lockcore::{Connection, LockError};
+
+use crate::error::Result;
+
+/// Where the stock and the orders live.
+pub const STOCK_KEY: &str = "stock";
+/// One list entry per sale: the seller's name.
+pub const ORDERS_KEY: &str = "orders";
+/// Stage 8: the highest fencing token the resource has accepted.
+pub const FENCE_KEY: &str = "stock:fence";
+
+/// Stage 8's protected resource: the sale is accepted only if the writer's
+/// token is not lower than the highest one already seen, checked and written
+/// in one script so no stale writer slips between the check and the write.
+const FENCED_SALE: &str = r"
+local highest = tonumber(redis.call('GET', KEYS[3]) or '-1')
+local token = tonumber(ARGV[3])
+if token < highest then
+  return 0
+end
+redis.call('SET', KEYS[3], token)
+redis.call('SET', KEYS[1], ARGV[1])
+redis.call('RPUSH', KEYS[2], ARGV[2])
+return 1
+";
+
+/// What an attempt to sell one item did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sale {
+    /// One item sold; the stock went from this number to one less.
+    Sold(i64),
+    /// The stock read was zero: nothing to sell.
+    SoldOut,
+    /// The protected resource refused a write with a stale fencing token.
+    Rejected {
+        /// The writer's token.
+        token: u64,
+    },
+}
+
+/// The database node, as seen by one client.
+#[derive(Clone)]
+pub struct Database {
+    conn: Connection,
+    client: String,
+}
+
+impl Database {
+    /// Connects `client` to the database at `url`.
+    pub async fn connect(url: &str, client: &str) -> Result<Self> {
+        Ok(Self { conn: lockcore::connect(url, client).await?, client: client.to_owned() })
+    }
+
+    /// Starts over: `stock` items, no orders, no fencing token seen.
+    pub async fn reset(&self, stock: i64) -> Result<()> {
+        redis::pipe()
+            .cmd("SET").arg(STOCK_KEY).arg(stock).ignore()
+            .cmd("DEL").arg(ORDERS_KEY).arg(FENCE_KEY).ignore()
+            .query_async::<()>(&mut self.conn.clone())
+            .await?;
+        Ok(())
+    }
+
+    /// `GET stock`.
+    pub async fn read_stock(&self) -> Result<i64> {
+        let stock: Option<i64> = redis::cmd("GET").arg(STOCK_KEY).query_async(&mut self.conn.clone()).await?;
+        Ok(stock.unwrap_or(0))
+    }
+
+    /// Writes back `read - 1` and records an order, if `read` was positive.
+    /// With a fencing token, the write goes through the protected resource.
+    pub async fn sell(&self, read: i64, token: Option<u64>) -> Result<Sale> {
+        if read <= 0 {
+            return Ok(Sale::SoldOut);
+        }
+        let mut conn = self.conn.clone();
+        match token {
+            None => {
+                redis::pipe()
+                    .cmd("SET").arg(STOCK_KEY).arg(read - 1).ignore()
+                    .cmd("RPUSH").arg(ORDERS_KEY).arg(&self.client).ignore()
+                    .query_async::<()>(&mut conn)
+                    .await?;
+                Ok(Sale::Sold(read))
+            }
+            Some(token) => {
+                let accepted: i64 = redis::Script::new(FENCED_SALE)
+                    .key(STOCK_KEY)
+                    .key(ORDERS_KEY)
+                    .key(FENCE_KEY)
+                    .arg(read - 1)
+                    .arg(&self.client)
+                    .arg(token)
+                    .invoke_async(&mut conn)
+                    .await
+                    .map_err(LockError::from)?;
+                Ok(if accepted == 1 { Sale::Sold(read) } else { Sale::Rejected { token } })
+            }
+        }
+    }
+
+    /// How many orders were recorded.
+    pub async fn orders(&self) -> Result<i64> {
+        Ok(redis::cmd("LLEN").arg(ORDERS_KEY).query_async(&mut self.conn.clone()).await?)
+    }
+}

@@ -1,0 +1,22 @@
+//! The one error type of every stage.
+
+use crate::Point;
+
+/// What can go wrong when taking or giving back a lock.
+#[derive(Debug, thiserror::Error)]
+pub enum LockError {
+    /// Redis could not be reached, or answered with an error.
+    #[error("redis: {0}")]
+    Redis(#[from] redis::RedisError),
+    /// A test crashed this client at a fault point: it behaves as a dead
+    /// process from here on and sends nothing more.
+    #[error("crashed at fault point {0}")]
+    Crashed(Point),
+    /// An unlock by a client that does not hold the lock (Redisson throws
+    /// `IllegalMonitorStateException` here).
+    #[error("this client does not hold the lock, so it may not release it")]
+    NotOwner,
+    /// A setting no lock can honour.
+    #[error("invalid configuration: {0}")]
+    Config(String),
+}

@@ -1,0 +1,20 @@
+//! Under contention, SETNX stops the overselling that no lock allows.
+
+use harness::control::STAGE0;
+use harness::observe::{Finding, Verdict};
+use harness::scenario::run_in_test;
+
+#[tokio::test(flavor = "multi_thread")]
+async fn without_a_lock_eight_clients_oversell_ten_items() {
+    let outcome = run_in_test("contention", STAGE0).await;
+    assert!(outcome.verdict.has(Finding::Oversold), "verdict: {}", outcome.verdict);
+    assert!(outcome.fact("orders") > 10, "only {} orders", outcome.fact("orders"));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn with_setnx_eight_clients_sell_exactly_ten_items() {
+    let outcome = run_in_test("contention", stage1::STAGE).await;
+    assert_eq!(outcome.verdict, Verdict::ok());
+    assert_eq!(outcome.fact("orders"), 10);
+    assert_eq!(outcome.fact("stock_left"), 0);
+}

@@ -1,0 +1,1 @@
+//! Stage 2: SETNX then EXPIRE (two commands); DEL to release. (Being written.)

@@ -1,0 +1,1 @@
+//! Stage 4: a unique value per acquisition; GET, compare, DEL. (Being written.)

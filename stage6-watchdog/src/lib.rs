@@ -1,0 +1,1 @@
+//! Stage 6: Redisson-style: reentrant hash, watchdog, pub/sub wait. (Being written.)

@@ -1,0 +1,1 @@
+//! Stage 7: Redlock over N independent Redis masters. (Being written.)

@@ -1,0 +1,1 @@
+//! Stage 8: fencing tokens checked by the protected resource. (Being written.)
