@@ -103,6 +103,7 @@ impl Client {
     /// Gives the lock back. A refusal (not the owner) is a result here, not
     /// an error: `Err(LockError::NotOwner)` inside `Ok`.
     pub async fn release(&self, held: &Acquired) -> Result<Result<Release, LockError>> {
+        self.note_crash(self.faults.reached(Point::BeforeRelease).await)?;
         self.ledger.release_sent(&self.name);
         match self.lock.release(held).await {
             Ok(outcome) => {

@@ -17,6 +17,7 @@ pub const DESCRIPTION: Description = Description {
     release_commands: "(nothing)",
     reentrant: false,
     nodes: 1,
+    fault_points: &[],
 };
 
 /// Says yes to everyone, at once, always.

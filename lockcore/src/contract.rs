@@ -7,7 +7,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use tokio::sync::watch;
 
-use crate::{FaultPoints, LockConfig, LockError};
+use crate::{FaultPoints, LockConfig, LockError, Point};
 
 /// What a stage says about itself, for listings, timelines and the book.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -26,6 +26,8 @@ pub struct Description {
     pub reentrant: bool,
     /// How many independent Redis masters the lock needs (Redlock: 5).
     pub nodes: usize,
+    /// The fault points the stage's own code reaches, in order.
+    pub fault_points: &'static [Point],
 }
 
 /// Proof of a successful acquisition, handed back on release.

@@ -32,16 +32,20 @@ pub enum Point {
     /// Reached by the workload, not the lock: inside the critical section,
     /// after reading the stock and before writing it back.
     InCriticalSection,
+    /// Reached by the workload, not the lock: the business is done and the
+    /// release is about to be sent.
+    BeforeRelease,
 }
 
 impl Point {
     /// Every point, for listings and parsing.
-    pub const ALL: [Point; 5] = [
+    pub const ALL: [Point; 6] = [
         Point::AfterSetnx,
         Point::AfterExpire,
         Point::AfterAcquire,
         Point::BetweenGetAndDel,
         Point::InCriticalSection,
+        Point::BeforeRelease,
     ];
 
     /// The kebab-case name used in timelines and on the command line.
@@ -52,6 +56,7 @@ impl Point {
             Point::AfterAcquire => "after-acquire",
             Point::BetweenGetAndDel => "between-get-and-del",
             Point::InCriticalSection => "in-critical-section",
+            Point::BeforeRelease => "before-release",
         }
     }
 }

@@ -32,6 +32,7 @@ pub const DESCRIPTION: Description = Description {
     release_commands: "DEL key",
     reentrant: false,
     nodes: 1,
+    fault_points: &[Point::AfterSetnx],
 };
 
 /// The value stage 1 writes. Every holder writes the same one: the lock only
