@@ -1,1 +1,93 @@
-fn main() {}
+//! `lockstages`: every stage of a Redis distributed lock against every fault
+//! the literature warns about, on real Redis servers.
+//!
+//! - `lockstages list`: the stages and the scenarios;
+//! - `lockstages run <stage> <scenario>`: one story, narrated as a timeline,
+//!   with its verdict;
+//! - `lockstages holder --stage <stage>`: (internal) a lock holder process
+//!   that the scenarios start and then kill or freeze.
+//!
+//! Exit codes: 0 done, 1 the run failed, 2 bad input.
+
+mod cli;
+mod commands;
+mod stages;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+use crate::cli::{Cli, Command};
+
+/// A failure with its exit code: 2 for bad input, 1 for everything else.
+#[derive(Debug)]
+pub struct Failure {
+    code: u8,
+    message: String,
+}
+
+impl Failure {
+    /// The user asked for something that does not exist.
+    pub fn bad_input(message: impl Into<String>) -> Self {
+        Self {
+            code: 2,
+            message: message.into(),
+        }
+    }
+
+    /// The run could not be done, or did not give what was expected.
+    pub fn failed(message: impl Into<String>) -> Self {
+        Self {
+            code: 1,
+            message: message.into(),
+        }
+    }
+}
+
+impl<E: std::fmt::Display> From<E> for Failure
+where
+    E: Into<harness::HarnessError>,
+{
+    fn from(error: E) -> Self {
+        Self::failed(error.to_string())
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    if let Command::Holder { stage } = &cli.command {
+        return commands::holder::serve(stage);
+    }
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let result = runtime.block_on(async {
+        tokio::select! {
+            result = commands::dispatch(cli.command) => result,
+            _ = tokio::signal::ctrl_c() => {
+                // Every redis-server and holder was started with
+                // PR_SET_PDEATHSIG, so they die with this process.
+                eprintln!("\ninterrupted: stopping every server and holder this run started");
+                Err(Failure { code: 130, message: String::new() })
+            }
+        }
+    });
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(failure) => {
+            if !failure.message.is_empty() {
+                eprintln!("error: {}", failure.message);
+            }
+            // Leave without running destructors of a half-done run; the
+            // kernel reaps the children (PR_SET_PDEATHSIG).
+            std::process::exit(i32::from(failure.code));
+        }
+    }
+}

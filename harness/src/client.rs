@@ -5,7 +5,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use lockcore::{
-    Acquired, ClientSetup, DistributedLock, FaultPoints, LockConfig, LockError, Point, Release, StageEntry,
+    Acquired, ClientSetup, DistributedLock, FaultPoints, LockConfig, LockError, Point, Release,
+    StageEntry,
 };
 
 use crate::error::{HarnessError, Result};
@@ -90,7 +91,10 @@ impl Client {
         self.note_acquire(result)
     }
 
-    fn note_acquire(&self, result: Result<Option<Acquired>, LockError>) -> Result<Option<Acquired>> {
+    fn note_acquire(
+        &self,
+        result: Result<Option<Acquired>, LockError>,
+    ) -> Result<Option<Acquired>> {
         match self.note_crash(result)? {
             Some(held) => {
                 self.ledger.acquired(&self.name, &held);
@@ -111,7 +115,9 @@ impl Client {
                 Ok(Ok(outcome))
             }
             Err(LockError::NotOwner) => {
-                self.ledger.timeline().record(&self.name, "release REFUSED: not the owner");
+                self.ledger
+                    .timeline()
+                    .record(&self.name, "release REFUSED: not the owner");
                 Ok(Err(LockError::NotOwner))
             }
             Err(other) => Err(self.note_crash::<()>(Err(other)).unwrap_err()),
@@ -129,7 +135,9 @@ impl Client {
         let text = match sale {
             Sale::Sold(from) => format!("sold one: stock {from} -> {}", from - 1),
             Sale::SoldOut => "stock is 0: nothing to sell".to_owned(),
-            Sale::Rejected { token } => format!("write REJECTED by the resource: token {token} is stale"),
+            Sale::Rejected { token } => {
+                format!("write REJECTED by the resource: token {token} is stale")
+            }
         };
         self.ledger.timeline().record(&self.name, text);
         Ok(sale)

@@ -5,7 +5,8 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use lockcore::{
-    Acquired, ClientSetup, ConnectFuture, Description, DistributedLock, LockError, Release, StageEntry,
+    Acquired, ClientSetup, ConnectFuture, Description, DistributedLock, LockError, Release,
+    StageEntry,
 };
 
 /// What stage 0 is.
@@ -43,7 +44,10 @@ impl DistributedLock for NoLock {
 }
 
 /// Stage 0 as the harness and the CLI see it.
-pub const STAGE0: StageEntry = StageEntry { description: DESCRIPTION, connect };
+pub const STAGE0: StageEntry = StageEntry {
+    description: DESCRIPTION,
+    connect,
+};
 
 fn connect(_setup: ClientSetup) -> ConnectFuture {
     Box::pin(async { Ok(Box::new(NoLock) as Box<dyn DistributedLock>) })

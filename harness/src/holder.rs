@@ -59,9 +59,15 @@ impl Launcher {
     pub fn this_test_binary() -> Self {
         Self {
             program: std::env::current_exe().unwrap_or_else(|_| PathBuf::from("/proc/self/exe")),
-            args: ["holder_process", "--exact", "--ignored", "--nocapture", "--test-threads=1"]
-                .map(str::to_owned)
-                .to_vec(),
+            args: [
+                "holder_process",
+                "--exact",
+                "--ignored",
+                "--nocapture",
+                "--test-threads=1",
+            ]
+            .map(str::to_owned)
+            .to_vec(),
         }
     }
 
@@ -92,17 +98,32 @@ impl HolderProcess {
             .env(ENV_DB_URL, &factory.db_url)
             .env(ENV_KEY, &factory.config.key)
             .env(ENV_TTL_MS, factory.config.ttl.as_millis().to_string())
-            .env(ENV_WATCHDOG_MS, factory.config.watchdog_timeout.as_millis().to_string())
-            .env(ENV_RETRY_MS, factory.config.retry_interval.as_millis().to_string())
+            .env(
+                ENV_WATCHDOG_MS,
+                factory.config.watchdog_timeout.as_millis().to_string(),
+            )
+            .env(
+                ENV_RETRY_MS,
+                factory.config.retry_interval.as_millis().to_string(),
+            )
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit());
         let mut child = process::spawn(command)?;
-        let stdin = child.stdin.take().ok_or_else(|| HarnessError::Holder("no stdin".into()))?;
-        let stdout = child.stdout.take().ok_or_else(|| HarnessError::Holder("no stdout".into()))?;
+        let stdin = child
+            .stdin
+            .take()
+            .ok_or_else(|| HarnessError::Holder("no stdin".into()))?;
+        let stdout = child
+            .stdout
+            .take()
+            .ok_or_else(|| HarnessError::Holder("no stdout".into()))?;
         let (tx, answers) = mpsc::unbounded_channel();
         std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines().map_while(std::io::Result::ok) {
+            for line in BufReader::new(stdout)
+                .lines()
+                .map_while(std::io::Result::ok)
+            {
                 // libtest may print "test holder_process ... " before the answer.
                 if let Some(start) = line.find(PREFIX) {
                     if tx.send(line[start + PREFIX.len()..].to_owned()).is_err() {
@@ -111,8 +132,18 @@ impl HolderProcess {
                 }
             }
         });
-        factory.ledger.timeline().record(name, format!("holder process started (pid {})", child.id()));
-        Ok(Self { name: name.to_owned(), child, stdin, answers, ledger: factory.ledger.clone(), held: None })
+        factory
+            .ledger
+            .timeline()
+            .record(name, format!("holder process started (pid {})", child.id()));
+        Ok(Self {
+            name: name.to_owned(),
+            child,
+            stdin,
+            answers,
+            ledger: factory.ledger.clone(),
+            held: None,
+        })
     }
 
     /// The process id.
@@ -123,11 +154,15 @@ impl HolderProcess {
     async fn ask(&mut self, request: &str) -> Result<String> {
         writeln!(self.stdin, "{request}")
             .and_then(|()| self.stdin.flush())
-            .map_err(|e| HarnessError::Holder(format!("{}: cannot send `{request}`: {e}", self.name)))?;
+            .map_err(|e| {
+                HarnessError::Holder(format!("{}: cannot send `{request}`: {e}", self.name))
+            })?;
         let answer = tokio::time::timeout(ANSWER_WITHIN, self.answers.recv())
             .await
             .map_err(|_| HarnessError::Holder(format!("{} did not answer `{request}`", self.name)))?
-            .ok_or_else(|| HarnessError::Holder(format!("{} exited while asked `{request}`", self.name)))?;
+            .ok_or_else(|| {
+                HarnessError::Holder(format!("{} exited while asked `{request}`", self.name))
+            })?;
         match answer.strip_prefix("error ") {
             Some(error) => Err(HarnessError::Holder(format!("{}: {error}", self.name))),
             None => Ok(answer),
@@ -163,13 +198,17 @@ impl HolderProcess {
         let answer = self.ask(&format!("sell {read}")).await?;
         let sale = match answer.split_whitespace().collect::<Vec<_>>()[..] {
             ["sold", from] => Sale::Sold(from.parse().unwrap_or(read)),
-            ["rejected", token] => Sale::Rejected { token: token.parse().unwrap_or(0) },
+            ["rejected", token] => Sale::Rejected {
+                token: token.parse().unwrap_or(0),
+            },
             _ => Sale::SoldOut,
         };
         let text = match sale {
             Sale::Sold(from) => format!("sold one: stock {from} -> {}", from - 1),
             Sale::SoldOut => "stock is 0: nothing to sell".to_owned(),
-            Sale::Rejected { token } => format!("write REJECTED by the resource: token {token} is stale"),
+            Sale::Rejected { token } => {
+                format!("write REJECTED by the resource: token {token} is stale")
+            }
         };
         self.ledger.timeline().record(&self.name, text);
         Ok(sale)
@@ -184,21 +223,32 @@ impl HolderProcess {
             ["released", "nothing"] => Ok(Release::NothingDeleted),
             ["released", "still-held", n] => Ok(Release::StillHeld(n.parse().unwrap_or(0))),
             ["not-owner"] => Err(LockError::NotOwner),
-            _ => return Err(HarnessError::Holder(format!("unexpected answer `{answer}`"))),
+            _ => {
+                return Err(HarnessError::Holder(format!(
+                    "unexpected answer `{answer}`"
+                )));
+            }
         };
         match &outcome {
             Ok(release) => self.ledger.released(&self.name, *release),
-            Err(_) => self.ledger.timeline().record(&self.name, "release REFUSED: not the owner"),
+            Err(_) => self
+                .ledger
+                .timeline()
+                .record(&self.name, "release REFUSED: not the owner"),
         }
         Ok(outcome)
     }
 
     /// Waits up to `within` for the child's lock-lost signal. `true` if it fired.
     pub async fn wait_lost(&mut self, within: Duration) -> Result<bool> {
-        let answer = self.ask(&format!("wait-lost {}", within.as_millis())).await?;
+        let answer = self
+            .ask(&format!("wait-lost {}", within.as_millis()))
+            .await?;
         let lost = answer == "lost yes";
         if lost {
-            self.ledger.timeline().record(&self.name, "its lost-lock signal fired");
+            self.ledger
+                .timeline()
+                .record(&self.name, "its lost-lock signal fired");
         }
         Ok(lost)
     }
@@ -214,14 +264,18 @@ impl HolderProcess {
     /// SIGSTOP: the whole process freezes, as in a stop-the-world GC pause.
     pub fn freeze(&mut self) -> Result<()> {
         process::send(self.pid(), Signal::Stop)?;
-        self.ledger.timeline().record(&self.name, "FROZEN with SIGSTOP (a stop-the-world pause)");
+        self.ledger
+            .timeline()
+            .record(&self.name, "FROZEN with SIGSTOP (a stop-the-world pause)");
         Ok(())
     }
 
     /// SIGCONT: the process runs again, unaware that time passed.
     pub fn thaw(&mut self) -> Result<()> {
         process::send(self.pid(), Signal::Continue)?;
-        self.ledger.timeline().record(&self.name, "thawed with SIGCONT");
+        self.ledger
+            .timeline()
+            .record(&self.name, "thawed with SIGCONT");
         Ok(())
     }
 }
@@ -240,7 +294,11 @@ pub fn serve_from_env(stage: StageEntry) {
         eprintln!("holder_process: not started as a holder process; nothing to do");
         return;
     };
-    let runtime = match tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build() {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
         Ok(runtime) => runtime,
         Err(e) => return answer(&format!("error cannot start a runtime: {e}")),
     };
@@ -264,7 +322,9 @@ fn env_ms(key: &str) -> Result<Duration> {
 }
 
 async fn serve(stage: StageEntry, name: &str) -> Result<()> {
-    let var = |key: &str| std::env::var(key).map_err(|_| HarnessError::Holder(format!("{key} is missing")));
+    let var = |key: &str| {
+        std::env::var(key).map_err(|_| HarnessError::Holder(format!("{key} is missing")))
+    };
     let factory = ClientFactory {
         stage,
         lock_urls: var(ENV_LOCK_URLS)?.split(',').map(str::to_owned).collect(),
@@ -286,9 +346,14 @@ async fn serve(stage: StageEntry, name: &str) -> Result<()> {
     while let Some(line) = lines.next_line().await? {
         let words: Vec<&str> = line.split_whitespace().collect();
         let reply = match (words.as_slice(), &held) {
-            (["acquire", ms], _) => match client.acquire(Duration::from_millis(ms.parse().unwrap_or(0))).await {
+            (["acquire", ms], _) => match client
+                .acquire(Duration::from_millis(ms.parse().unwrap_or(0)))
+                .await
+            {
                 Ok(Some(acquired)) => {
-                    let token = acquired.fencing_token.map_or("-".to_owned(), |t| t.to_string());
+                    let token = acquired
+                        .fencing_token
+                        .map_or("-".to_owned(), |t| t.to_string());
                     let reply = format!("acquired {} {token}", acquired.value);
                     held = Some(acquired);
                     reply
@@ -300,12 +365,14 @@ async fn serve(stage: StageEntry, name: &str) -> Result<()> {
                 Ok(stock) => format!("stock {stock}"),
                 Err(e) => format!("error {e}"),
             },
-            (["sell", read], Some(acquired)) => match client.sell(read.parse().unwrap_or(0), acquired).await {
-                Ok(Sale::Sold(from)) => format!("sold {from}"),
-                Ok(Sale::SoldOut) => "sold-out".to_owned(),
-                Ok(Sale::Rejected { token }) => format!("rejected {token}"),
-                Err(e) => format!("error {e}"),
-            },
+            (["sell", read], Some(acquired)) => {
+                match client.sell(read.parse().unwrap_or(0), acquired).await {
+                    Ok(Sale::Sold(from)) => format!("sold {from}"),
+                    Ok(Sale::SoldOut) => "sold-out".to_owned(),
+                    Ok(Sale::Rejected { token }) => format!("rejected {token}"),
+                    Err(e) => format!("error {e}"),
+                }
+            }
             (["release"], Some(acquired)) => match client.release(acquired).await {
                 Ok(Ok(Release::Deleted)) => "released deleted".to_owned(),
                 Ok(Ok(Release::NothingDeleted)) => "released nothing".to_owned(),

@@ -58,14 +58,23 @@ pub struct Database {
 impl Database {
     /// Connects `client` to the database at `url`.
     pub async fn connect(url: &str, client: &str) -> Result<Self> {
-        Ok(Self { conn: lockcore::connect(url, client).await?, client: client.to_owned() })
+        Ok(Self {
+            conn: lockcore::connect(url, client).await?,
+            client: client.to_owned(),
+        })
     }
 
     /// Starts over: `stock` items, no orders, no fencing token seen.
     pub async fn reset(&self, stock: i64) -> Result<()> {
         redis::pipe()
-            .cmd("SET").arg(STOCK_KEY).arg(stock).ignore()
-            .cmd("DEL").arg(ORDERS_KEY).arg(FENCE_KEY).ignore()
+            .cmd("SET")
+            .arg(STOCK_KEY)
+            .arg(stock)
+            .ignore()
+            .cmd("DEL")
+            .arg(ORDERS_KEY)
+            .arg(FENCE_KEY)
+            .ignore()
             .query_async::<()>(&mut self.conn.clone())
             .await?;
         Ok(())
@@ -73,7 +82,10 @@ impl Database {
 
     /// `GET stock`.
     pub async fn read_stock(&self) -> Result<i64> {
-        let stock: Option<i64> = redis::cmd("GET").arg(STOCK_KEY).query_async(&mut self.conn.clone()).await?;
+        let stock: Option<i64> = redis::cmd("GET")
+            .arg(STOCK_KEY)
+            .query_async(&mut self.conn.clone())
+            .await?;
         Ok(stock.unwrap_or(0))
     }
 
@@ -87,8 +99,14 @@ impl Database {
         match token {
             None => {
                 redis::pipe()
-                    .cmd("SET").arg(STOCK_KEY).arg(read - 1).ignore()
-                    .cmd("RPUSH").arg(ORDERS_KEY).arg(&self.client).ignore()
+                    .cmd("SET")
+                    .arg(STOCK_KEY)
+                    .arg(read - 1)
+                    .ignore()
+                    .cmd("RPUSH")
+                    .arg(ORDERS_KEY)
+                    .arg(&self.client)
+                    .ignore()
                     .query_async::<()>(&mut conn)
                     .await?;
                 Ok(Sale::Sold(read))
@@ -104,13 +122,20 @@ impl Database {
                     .invoke_async(&mut conn)
                     .await
                     .map_err(LockError::from)?;
-                Ok(if accepted == 1 { Sale::Sold(read) } else { Sale::Rejected { token } })
+                Ok(if accepted == 1 {
+                    Sale::Sold(read)
+                } else {
+                    Sale::Rejected { token }
+                })
             }
         }
     }
 
     /// How many orders were recorded.
     pub async fn orders(&self) -> Result<i64> {
-        Ok(redis::cmd("LLEN").arg(ORDERS_KEY).query_async(&mut self.conn.clone()).await?)
+        Ok(redis::cmd("LLEN")
+            .arg(ORDERS_KEY)
+            .query_async(&mut self.conn.clone())
+            .await?)
     }
 }

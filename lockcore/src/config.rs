@@ -59,7 +59,9 @@ impl LockConfig {
             ));
         }
         if !(0.0..1.0).contains(&self.drift_factor) {
-            return Err(LockError::Config("the drift factor must be in [0, 1)".into()));
+            return Err(LockError::Config(
+                "the drift factor must be in [0, 1)".into(),
+            ));
         }
         Ok(())
     }

@@ -139,6 +139,8 @@ pub struct StageEntry {
 
 impl std::fmt::Debug for StageEntry {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_tuple("StageEntry").field(&self.description.name).finish()
+        f.debug_tuple("StageEntry")
+            .field(&self.description.name)
+            .finish()
     }
 }

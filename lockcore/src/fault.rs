@@ -150,7 +150,11 @@ mod tests {
     #[async_trait]
     impl Hook for CrashAt {
         async fn reached(&self, point: Point) -> Reaction {
-            if point == self.0 { Reaction::Crash } else { Reaction::GoOn }
+            if point == self.0 {
+                Reaction::Crash
+            } else {
+                Reaction::GoOn
+            }
         }
     }
 

@@ -22,6 +22,9 @@ mod fault;
 
 pub use config::LockConfig;
 pub use connect::{Connection, connect};
-pub use contract::{Acquired, ClientSetup, ConnectFuture, Description, DistributedLock, LostSignal, Release, StageEntry};
+pub use contract::{
+    Acquired, ClientSetup, ConnectFuture, Description, DistributedLock, LostSignal, Release,
+    StageEntry,
+};
 pub use error::LockError;
 pub use fault::{FaultPoints, Hook, Point, Reaction};

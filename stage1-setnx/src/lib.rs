@@ -18,7 +18,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use lockcore::{
-    Acquired, ClientSetup, Connection, ConnectFuture, Description, DistributedLock, FaultPoints,
+    Acquired, ClientSetup, ConnectFuture, Connection, Description, DistributedLock, FaultPoints,
     LockConfig, LockError, Point, Release, StageEntry,
 };
 use tokio::time::{Instant, sleep};
@@ -50,9 +50,16 @@ impl SetnxLock {
     /// Connects one client to the Redis server at `setup.urls[0]`.
     pub async fn connect(setup: ClientSetup) -> Result<Self, LockError> {
         setup.config.validate()?;
-        let url = setup.urls.first().ok_or_else(|| LockError::Config("no Redis URL given".into()))?;
+        let url = setup
+            .urls
+            .first()
+            .ok_or_else(|| LockError::Config("no Redis URL given".into()))?;
         let conn = lockcore::connect(url, &setup.name).await?;
-        Ok(Self { conn, config: setup.config, faults: setup.faults })
+        Ok(Self {
+            conn,
+            config: setup.config,
+            faults: setup.faults,
+        })
     }
 
     // ANCHOR: try_lock
@@ -111,20 +118,33 @@ impl DistributedLock for SetnxLock {
     }
 
     async fn try_acquire(&self) -> Result<Option<Acquired>, LockError> {
-        Ok(self.try_lock().await?.then(|| Acquired::with_value(LOCK_VALUE)))
+        Ok(self
+            .try_lock()
+            .await?
+            .then(|| Acquired::with_value(LOCK_VALUE)))
     }
 
     async fn acquire(&self, wait: Duration) -> Result<Option<Acquired>, LockError> {
-        Ok(self.lock(wait).await?.then(|| Acquired::with_value(LOCK_VALUE)))
+        Ok(self
+            .lock(wait)
+            .await?
+            .then(|| Acquired::with_value(LOCK_VALUE)))
     }
 
     async fn release(&self, _held: &Acquired) -> Result<Release, LockError> {
-        Ok(if self.unlock().await? { Release::Deleted } else { Release::NothingDeleted })
+        Ok(if self.unlock().await? {
+            Release::Deleted
+        } else {
+            Release::NothingDeleted
+        })
     }
 }
 
 /// Stage 1 as the harness and the CLI see it.
-pub const STAGE: StageEntry = StageEntry { description: DESCRIPTION, connect };
+pub const STAGE: StageEntry = StageEntry {
+    description: DESCRIPTION,
+    connect,
+};
 
 fn connect(setup: ClientSetup) -> ConnectFuture {
     Box::pin(async move {

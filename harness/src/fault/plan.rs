@@ -19,7 +19,10 @@ pub struct Gate {
 
 impl Default for Gate {
     fn default() -> Self {
-        Self { arrived: Arc::new(watch::channel(false).0), opened: Arc::new(watch::channel(false).0) }
+        Self {
+            arrived: Arc::new(watch::channel(false).0),
+            opened: Arc::new(watch::channel(false).0),
+        }
     }
 }
 
@@ -60,7 +63,11 @@ pub struct FaultPlan {
 impl FaultPlan {
     /// No faults planned yet.
     pub fn new(client: &str, timeline: Timeline) -> Arc<Self> {
-        Arc::new(Self { client: client.to_owned(), timeline, actions: Mutex::default() })
+        Arc::new(Self {
+            client: client.to_owned(),
+            timeline,
+            actions: Mutex::default(),
+        })
     }
 
     /// The client dies the next time it reaches `point`.
@@ -77,7 +84,9 @@ impl FaultPlan {
     }
 
     fn actions(&self) -> std::sync::MutexGuard<'_, HashMap<Point, Action>> {
-        self.actions.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.actions
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 }
 
@@ -88,13 +97,18 @@ impl Hook for FaultPlan {
         match action {
             None => Reaction::GoOn,
             Some(Action::Crash) => {
-                self.timeline.record(&self.client, format!("CRASHES at {point} (sends nothing more)"));
+                self.timeline.record(
+                    &self.client,
+                    format!("CRASHES at {point} (sends nothing more)"),
+                );
                 Reaction::Crash
             }
             Some(Action::Pause(gate)) => {
-                self.timeline.record(&self.client, format!("paused at {point}"));
+                self.timeline
+                    .record(&self.client, format!("paused at {point}"));
                 gate.pass().await;
-                self.timeline.record(&self.client, format!("resumes after {point}"));
+                self.timeline
+                    .record(&self.client, format!("resumes after {point}"));
                 Reaction::GoOn
             }
         }

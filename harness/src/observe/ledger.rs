@@ -57,7 +57,10 @@ pub struct Ledger {
 impl Ledger {
     /// An empty ledger that also narrates into `timeline`.
     pub fn new(timeline: Timeline) -> Self {
-        Self { timeline, records: Arc::default() }
+        Self {
+            timeline,
+            records: Arc::default(),
+        }
     }
 
     /// The timeline the ledger narrates into.
@@ -79,7 +82,11 @@ impl Ledger {
 
     /// `client` is about to send its release.
     pub fn release_sent(&self, client: &str) {
-        self.push(client, Entry::ReleaseSent, "leaves the critical section and releases".into());
+        self.push(
+            client,
+            Entry::ReleaseSent,
+            "leaves the critical section and releases".into(),
+        );
     }
 
     /// `client`'s release came back with `outcome`.
@@ -99,16 +106,25 @@ impl Ledger {
 
     fn push(&self, client: &str, entry: Entry, text: String) {
         self.timeline.record(client, text);
-        self.records().push(Record { at: Instant::now(), client: client.to_owned(), entry });
+        self.records().push(Record {
+            at: Instant::now(),
+            client: client.to_owned(),
+            entry,
+        });
     }
 
     fn records(&self) -> std::sync::MutexGuard<'_, Vec<Record>> {
-        self.records.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.records
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     /// How many times `client` acquired.
     pub fn acquisitions(&self, client: &str) -> usize {
-        self.records().iter().filter(|r| r.client == client && r.entry == Entry::Acquired).count()
+        self.records()
+            .iter()
+            .filter(|r| r.client == client && r.entry == Entry::Acquired)
+            .count()
     }
 
     /// Pairs of clients whose critical sections overlapped. A section runs
@@ -133,7 +149,10 @@ impl Ledger {
         for (i, (first, _, first_end)) in sections.iter().enumerate() {
             for (second, second_start, _) in &sections[i + 1..] {
                 let still_inside = first_end.is_none_or(|end| end > *second_start);
-                let pair = Overlap { first: first.clone(), second: second.clone() };
+                let pair = Overlap {
+                    first: first.clone(),
+                    second: second.clone(),
+                };
                 if first != second && still_inside && !overlaps.contains(&pair) {
                     overlaps.push(pair);
                 }
@@ -155,10 +174,15 @@ impl Ledger {
             }
             let by = &record.client;
             let before = &records[..i];
-            let Some(sent) = before.iter().rposition(|r| &r.client == by && r.entry == Entry::ReleaseSent) else {
+            let Some(sent) = before
+                .iter()
+                .rposition(|r| &r.client == by && r.entry == Entry::ReleaseSent)
+            else {
                 continue;
             };
-            let Some(taken) = before[..sent].iter().rposition(|r| &r.client == by && r.entry == Entry::Acquired)
+            let Some(taken) = before[..sent]
+                .iter()
+                .rposition(|r| &r.client == by && r.entry == Entry::Acquired)
             else {
                 continue;
             };
@@ -167,7 +191,10 @@ impl Ledger {
                 .rev()
                 .find(|r| &r.client != by && r.entry == Entry::Acquired)
             {
-                found.push(ForeignDelete { by: by.clone(), victim: victim.client.clone() });
+                found.push(ForeignDelete {
+                    by: by.clone(),
+                    victim: victim.client.clone(),
+                });
             }
         }
         found
@@ -201,7 +228,10 @@ mod tests {
         ledger.released("client-A", Release::Deleted);
         assert_eq!(
             ledger.foreign_deletes(),
-            [ForeignDelete { by: "client-A".into(), victim: "client-B".into() }]
+            [ForeignDelete {
+                by: "client-A".into(),
+                victim: "client-B".into()
+            }]
         );
         assert_eq!(ledger.overlaps().len(), 1);
     }

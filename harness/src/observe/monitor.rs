@@ -19,8 +19,19 @@ use crate::error::{HarnessError, Result};
 
 /// Commands that are plumbing, not part of any story.
 const HIDDEN: &[&str] = &[
-    "CLIENT", "PING", "ECHO", "CONFIG", "INFO", "HELLO", "SELECT", "SUBSCRIBE", "MONITOR",
-    "REPLCONF", "PSYNC", "SYNC", "COMMAND",
+    "CLIENT",
+    "PING",
+    "ECHO",
+    "CONFIG",
+    "INFO",
+    "HELLO",
+    "SELECT",
+    "SUBSCRIBE",
+    "MONITOR",
+    "REPLCONF",
+    "PSYNC",
+    "SYNC",
+    "COMMAND",
 ];
 
 const FLUSH_MARKER: &str = "lockstages-timeline-flush";
@@ -75,7 +86,9 @@ impl NodeWatcher {
         match lines.next_line().await? {
             Some(line) if line == "+OK" => {}
             other => {
-                return Err(HarnessError::ServerStart(format!("MONITOR answered {other:?}")));
+                return Err(HarnessError::ServerStart(format!(
+                    "MONITOR answered {other:?}"
+                )));
             }
         }
         let (seen_tx, seen_markers) = watch::channel(0u64);
@@ -85,15 +98,24 @@ impl NodeWatcher {
             let mut names: HashMap<String, String> = HashMap::new();
             let mut last_client = String::from("?");
             while let Ok(Some(line)) = lines.next_line().await {
-                let Some(seen) = parse_monitor_line(&line) else { continue };
-                let command = seen.args.first().map(|c| c.to_ascii_uppercase()).unwrap_or_default();
+                let Some(seen) = parse_monitor_line(&line) else {
+                    continue;
+                };
+                let command = seen
+                    .args
+                    .first()
+                    .map(|c| c.to_ascii_uppercase())
+                    .unwrap_or_default();
                 if command == "ECHO" {
                     if let Some(n) = seen.args.get(1).and_then(|m| m.strip_prefix(FLUSH_MARKER)) {
                         let _ = seen_tx.send(n.trim_start_matches('-').parse().unwrap_or(0));
                     }
                 }
                 if command == "CLIENT"
-                    && seen.args.get(1).is_some_and(|a| a.eq_ignore_ascii_case("SETNAME"))
+                    && seen
+                        .args
+                        .get(1)
+                        .is_some_and(|a| a.eq_ignore_ascii_case("SETNAME"))
                 {
                     if let Some(name) = seen.args.get(2) {
                         names.insert(seen.source.clone(), name.clone());
@@ -103,9 +125,15 @@ impl NodeWatcher {
                     continue;
                 }
                 let (actor, text) = if seen.source == "lua" {
-                    (last_client.clone(), format!("  lua> {}", render_args(&seen.args)))
+                    (
+                        last_client.clone(),
+                        format!("  lua> {}", render_args(&seen.args)),
+                    )
                 } else {
-                    let actor = names.get(&seen.source).cloned().unwrap_or_else(|| seen.source.clone());
+                    let actor = names
+                        .get(&seen.source)
+                        .cloned()
+                        .unwrap_or_else(|| seen.source.clone());
                     last_client = actor.clone();
                     (actor, render_args(&seen.args))
                 };
@@ -131,10 +159,13 @@ impl NodeWatcher {
             .arg(format!("{FLUSH_MARKER}-{marker}"))
             .query_async::<String>(&mut conn)
             .await?;
-        tokio::time::timeout(FLUSH_WITHIN, self.seen_markers.wait_for(|seen| *seen >= marker))
-            .await
-            .map_err(|_| HarnessError::ServerStart("MONITOR fell silent".into()))?
-            .map_err(|_| HarnessError::ServerStart("MONITOR connection closed".into()))?;
+        tokio::time::timeout(
+            FLUSH_WITHIN,
+            self.seen_markers.wait_for(|seen| *seen >= marker),
+        )
+        .await
+        .map_err(|_| HarnessError::ServerStart("MONITOR fell silent".into()))?
+        .map_err(|_| HarnessError::ServerStart("MONITOR connection closed".into()))?;
         Ok(())
     }
 }
@@ -158,11 +189,21 @@ fn parse_monitor_line(line: &str) -> Option<MonitorLine> {
     let line = line.strip_prefix('+')?;
     let (stamp, rest) = line.split_once(' ')?;
     let (secs, micros) = stamp.split_once('.')?;
-    let at = UNIX_EPOCH + Duration::from_secs(secs.parse().ok()?) + Duration::from_micros(micros.parse().ok()?);
+    let at = UNIX_EPOCH
+        + Duration::from_secs(secs.parse().ok()?)
+        + Duration::from_micros(micros.parse().ok()?);
     let rest = rest.strip_prefix('[')?;
     let (bracket, args) = rest.split_once("] ")?;
-    let source = bracket.split_once(' ').map(|(_, s)| s).unwrap_or(bracket).to_owned();
-    Some(MonitorLine { at, source, args: parse_quoted(args) })
+    let source = bracket
+        .split_once(' ')
+        .map(|(_, s)| s)
+        .unwrap_or(bracket)
+        .to_owned();
+    Some(MonitorLine {
+        at,
+        source,
+        args: parse_quoted(args),
+    })
 }
 
 /// Splits `"SET" "k" "a \"b\""` into its unescaped arguments.
@@ -221,7 +262,10 @@ mod tests {
         let seen = parse_monitor_line(line).unwrap();
         assert_eq!(seen.source, "127.0.0.1:5555");
         assert_eq!(seen.args, ["SET", "lock:stock", "a \"b\"", "NX"]);
-        assert_eq!(seen.at, UNIX_EPOCH + Duration::from_micros(1_700_000_000_000_250));
+        assert_eq!(
+            seen.at,
+            UNIX_EPOCH + Duration::from_micros(1_700_000_000_000_250)
+        );
     }
 
     #[test]

@@ -53,7 +53,13 @@ impl Timeline {
     }
 
     /// Records an event with its own time and node.
-    pub fn record_at(&self, at: SystemTime, actor: &str, node: Option<&str>, text: impl Into<String>) {
+    pub fn record_at(
+        &self,
+        at: SystemTime,
+        actor: &str,
+        node: Option<&str>,
+        text: impl Into<String>,
+    ) {
         self.lock().push(Event {
             at,
             actor: actor.to_owned(),
@@ -87,7 +93,11 @@ impl Timeline {
                 other.actor == event.actor && other.node == event.node && other.text == event.text
             };
             let repeats = events[i + 1..].iter().take_while(|e| same(e)).count();
-            let node = event.node.as_deref().map(|n| format!("[{n}] ")).unwrap_or_default();
+            let node = event
+                .node
+                .as_deref()
+                .map(|n| format!("[{n}] "))
+                .unwrap_or_default();
             let _ = write!(
                 out,
                 "T+{:<6} {:<9} {node}{}",
@@ -106,6 +116,8 @@ impl Timeline {
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Event>> {
-        self.events.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.events
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 }

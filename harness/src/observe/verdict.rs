@@ -20,8 +20,13 @@ pub enum Finding {
 
 impl Finding {
     /// Every finding, in the order verdicts print them.
-    pub const ALL: [Finding; 5] =
-        [Finding::Oversold, Finding::Overlap, Finding::ForeignDelete, Finding::Deadlock, Finding::Refused];
+    pub const ALL: [Finding; 5] = [
+        Finding::Oversold,
+        Finding::Overlap,
+        Finding::ForeignDelete,
+        Finding::Deadlock,
+        Finding::Refused,
+    ];
 
     /// The word the matrix prints.
     pub fn label(self) -> &'static str {

@@ -20,7 +20,10 @@ const TURN_WAIT: Duration = Duration::from_secs(20);
 
 /// `client-A`, `client-B`, …
 pub fn client_name(i: usize) -> String {
-    format!("client-{}", char::from(b'A' + u8::try_from(i % 26).unwrap_or(0)))
+    format!(
+        "client-{}",
+        char::from(b'A' + u8::try_from(i % 26).unwrap_or(0))
+    )
 }
 
 pub(super) async fn run(stage: StageEntry, env: ScenarioEnv) -> Result<Outcome> {
@@ -31,7 +34,13 @@ pub(super) async fn run(stage: StageEntry, env: ScenarioEnv) -> Result<Outcome> 
     }
     run.narrate(format!("{CLIENTS} clients start shopping at once"));
     let business = run.env.timing.business;
-    let sold = try_join_all(clients.iter().map(|c| c.shop_until_sold_out(TURN_WAIT, business))).await?;
-    run.facts.insert("sales_reported", sold.iter().map(|&n| i64::from(n)).sum());
+    let sold = try_join_all(
+        clients
+            .iter()
+            .map(|c| c.shop_until_sold_out(TURN_WAIT, business)),
+    )
+    .await?;
+    run.facts
+        .insert("sales_reported", sold.iter().map(|&n| i64::from(n)).sum());
     run.finish().await
 }

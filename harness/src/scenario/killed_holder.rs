@@ -13,12 +13,16 @@ pub(super) async fn run(stage: StageEntry, env: ScenarioEnv) -> Result<Outcome> 
     let timing = run.env.timing;
     let mut holder = HolderProcess::spawn(&run.env.launcher, &run.factory, "client-A")?;
     if !holder.acquire(timing.patience()).await? {
-        return Err(HarnessError::Holder("client-A could not take a free lock".into()));
+        return Err(HarnessError::Holder(
+            "client-A could not take a free lock".into(),
+        ));
     }
     holder.read_stock().await?;
     holder.kill()?;
     let pttl = run.lock_pttl().await?;
-    run.narrate(format!("PTTL of the lock key after the holder died: {pttl}"));
+    run.narrate(format!(
+        "PTTL of the lock key after the holder died: {pttl}"
+    ));
     run.facts.insert("pttl_after_death", pttl);
 
     let survivor = run.client("client-B").await?;

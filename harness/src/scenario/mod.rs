@@ -145,7 +145,10 @@ pub struct Timing {
 
 impl Default for Timing {
     fn default() -> Self {
-        Self { ttl: Duration::from_millis(300), business: Duration::from_millis(20) }
+        Self {
+            ttl: Duration::from_millis(300),
+            business: Duration::from_millis(20),
+        }
     }
 }
 
@@ -195,7 +198,11 @@ impl ScenarioEnv {
     /// The environment's backend, default timing, holder processes started
     /// by `launcher`.
     pub fn from_env(launcher: Launcher) -> Result<Self> {
-        Ok(Self { backend: Backend::from_env()?, launcher, timing: Timing::default() })
+        Ok(Self {
+            backend: Backend::from_env()?,
+            launcher,
+            timing: Timing::default(),
+        })
     }
 }
 
@@ -210,6 +217,9 @@ pub async fn run_in_test(name: &str, stage: StageEntry) -> Outcome {
             println!("{}", outcome.timeline.render());
             outcome
         }
-        Err(e) => panic!("scenario {name} on {} could not run: {e}", stage.description.name),
+        Err(e) => panic!(
+            "scenario {name} on {} could not run: {e}",
+            stage.description.name
+        ),
     }
 }

@@ -41,7 +41,11 @@ impl Run {
         let count = stage.description.nodes;
         let mut nodes = Vec::with_capacity(count);
         for i in 1..=count {
-            let label = if count == 1 { "lock".to_owned() } else { format!("node{i}") };
+            let label = if count == 1 {
+                "lock".to_owned()
+            } else {
+                format!("node{i}")
+            };
             nodes.push(Node::start(&env.backend, &label, &[]).await?);
         }
         let db = Node::start(&env.backend, "db", &[]).await?;
@@ -51,7 +55,10 @@ impl Run {
         }
         let harness_db = Database::connect(&db.url(), "harness").await?;
         harness_db.reset(stock).await?;
-        let config = LockConfig { watchdog_timeout: env.timing.ttl, ..LockConfig::with_ttl(env.timing.ttl) };
+        let config = LockConfig {
+            watchdog_timeout: env.timing.ttl,
+            ..LockConfig::with_ttl(env.timing.ttl)
+        };
         let factory = ClientFactory {
             stage,
             lock_urls: nodes.iter().map(Node::url).collect(),
@@ -100,17 +107,27 @@ impl Run {
     /// `PTTL` of the lock key on the first node: -2 gone, -1 no expiry.
     pub async fn lock_pttl(&self) -> Result<i64> {
         let mut conn = lockcore::connect(&self.nodes[0].url(), "harness").await?;
-        Ok(redis::cmd("PTTL").arg(&self.factory.config.key).query_async(&mut conn).await?)
+        Ok(redis::cmd("PTTL")
+            .arg(&self.factory.config.key)
+            .query_async(&mut conn)
+            .await?)
     }
 
     /// Lets `client` try for the whole patience window. If it never gets the
     /// lock, that is a deadlock. Returns what it got.
     pub async fn probe_for_deadlock(&mut self, client: &Client) -> Result<Option<Acquired>> {
         let patience = self.env.timing.patience();
-        self.narrate(format!("{} tries to acquire for up to {}ms", client.name(), patience.as_millis()));
+        self.narrate(format!(
+            "{} tries to acquire for up to {}ms",
+            client.name(),
+            patience.as_millis()
+        ));
         let held = client.acquire(patience).await?;
         if held.is_none() {
-            self.narrate(format!("nobody acquired within {}ms: DEADLOCK", patience.as_millis()));
+            self.narrate(format!(
+                "nobody acquired within {}ms: DEADLOCK",
+                patience.as_millis()
+            ));
             self.verdict.insert(Finding::Deadlock);
         }
         Ok(held)
@@ -125,22 +142,36 @@ impl Run {
         let orders = self.harness_db.orders().await?;
         self.facts.insert("orders", orders);
         self.facts.insert("initial_stock", self.initial_stock);
-        self.facts.insert("stock_left", self.harness_db.read_stock().await?);
+        self.facts
+            .insert("stock_left", self.harness_db.read_stock().await?);
         if orders > self.initial_stock {
             self.verdict.insert(Finding::Oversold);
-            self.narrate(format!("OVERSOLD: {orders} orders for {} items", self.initial_stock));
+            self.narrate(format!(
+                "OVERSOLD: {orders} orders for {} items",
+                self.initial_stock
+            ));
         }
         let ledger = &self.factory.ledger;
         for overlap in ledger.overlaps() {
             self.verdict.insert(Finding::Overlap);
-            self.narrate(format!("OVERLAP: {} entered while {} was inside", overlap.second, overlap.first));
+            self.narrate(format!(
+                "OVERLAP: {} entered while {} was inside",
+                overlap.second, overlap.first
+            ));
         }
         for foreign in ledger.foreign_deletes() {
             self.verdict.insert(Finding::ForeignDelete);
-            self.narrate(format!("FOREIGN-DELETE: {}'s release deleted {}'s lock", foreign.by, foreign.victim));
+            self.narrate(format!(
+                "FOREIGN-DELETE: {}'s release deleted {}'s lock",
+                foreign.by, foreign.victim
+            ));
         }
         self.narrate(format!("verdict: {}", self.verdict));
-        Ok(Outcome { verdict: self.verdict, facts: self.facts, timeline: self.factory.ledger.timeline().clone() })
+        Ok(Outcome {
+            verdict: self.verdict,
+            facts: self.facts,
+            timeline: self.factory.ledger.timeline().clone(),
+        })
     }
 }
 

@@ -60,7 +60,9 @@ impl RedisProcess {
                 Err(Launch::Failed(e)) => return Err(e),
             }
         }
-        Err(HarnessError::ServerStart(format!("no free port after {PORT_ATTEMPTS} attempts")))
+        Err(HarnessError::ServerStart(format!(
+            "no free port after {PORT_ATTEMPTS} attempts"
+        )))
     }
 
     async fn launch(&mut self) -> std::result::Result<(), Launch> {
@@ -95,7 +97,11 @@ impl RedisProcess {
             if ping(self.port).await {
                 return Ok(());
             }
-            if let Some(status) = self.child.as_mut().and_then(|c| c.try_wait().ok().flatten()) {
+            if let Some(status) = self
+                .child
+                .as_mut()
+                .and_then(|c| c.try_wait().ok().flatten())
+            {
                 self.child = None;
                 let log = std::fs::read_to_string(&log).unwrap_or_default();
                 return Err(if log.contains("Address already in use") {
@@ -163,9 +169,9 @@ impl RedisProcess {
     }
 
     fn signal(&self, signal: Signal) -> Result<()> {
-        let pid = self
-            .pid()
-            .ok_or_else(|| HarnessError::ServerStart(format!("the server on port {} is not running", self.port)))?;
+        let pid = self.pid().ok_or_else(|| {
+            HarnessError::ServerStart(format!("the server on port {} is not running", self.port))
+        })?;
         Ok(process::send(pid, signal)?)
     }
 

@@ -1,0 +1,25 @@
+//! Every stage the CLI knows, in course order.
+
+use lockcore::StageEntry;
+
+/// Stage 0 (no lock, the control) to stage 8.
+pub const STAGES: &[StageEntry] = &[harness::control::STAGE0, stage1::STAGE];
+
+/// Finds a stage by `stageN` or `N`.
+pub fn find(name: &str) -> Option<StageEntry> {
+    let wanted = name.trim().to_ascii_lowercase();
+    let wanted = wanted.strip_prefix("stage").unwrap_or(&wanted);
+    STAGES
+        .iter()
+        .copied()
+        .find(|s| s.description.stage.to_string() == wanted)
+}
+
+/// `stage0, stage1, …` for error messages.
+pub fn names() -> String {
+    STAGES
+        .iter()
+        .map(|s| s.description.name)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
