@@ -1,0 +1,29 @@
+//! A holder process killed with `kill -9` after its EXPIRE: the key expires
+//! on its own and the next client sells, where stage 1 deadlocked.
+
+use harness::observe::Finding;
+use harness::scenario::{Timing, run_in_test};
+
+harness::holder_entry!(stage2::STAGE);
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_holder_killed_after_expire_loses_the_lock_at_the_ttl() {
+    let outcome = run_in_test("killed-holder", stage2::STAGE).await;
+    let ttl_ms =
+        i64::try_from(Timing::default().ttl.as_millis()).expect("a TTL of some milliseconds");
+    let pttl = outcome.fact("pttl_after_death");
+    assert!(
+        (1..=ttl_ms).contains(&pttl),
+        "the dead holder's key should be expiring, PTTL {pttl}"
+    );
+    assert!(
+        !outcome.verdict.has(Finding::Deadlock),
+        "verdict: {}",
+        outcome.verdict
+    );
+    assert_eq!(
+        outcome.fact("orders"),
+        1,
+        "the next client should sell the item"
+    );
+}
