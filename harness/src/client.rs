@@ -109,6 +109,19 @@ impl Client {
     pub async fn release(&self, held: &Acquired) -> Result<Result<Release, LockError>> {
         self.note_crash(self.faults.reached(Point::BeforeRelease).await)?;
         self.ledger.release_sent(&self.name);
+        self.send_release(held).await
+    }
+
+    /// Like [`Client::release`], but the critical section ends before
+    /// `BeforeRelease` is reached: a pause there delays a release whose
+    /// business is over, instead of keeping the client inside.
+    pub async fn leave_then_release(&self, held: &Acquired) -> Result<Result<Release, LockError>> {
+        self.ledger.release_sent(&self.name);
+        self.note_crash(self.faults.reached(Point::BeforeRelease).await)?;
+        self.send_release(held).await
+    }
+
+    async fn send_release(&self, held: &Acquired) -> Result<Result<Release, LockError>> {
         match self.lock.release(held).await {
             Ok(outcome) => {
                 self.ledger.released(&self.name, outcome);

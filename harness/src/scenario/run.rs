@@ -30,14 +30,14 @@ pub struct Run {
     pub facts: BTreeMap<&'static str, i64>,
     initial_stock: i64,
     harness_db: Database,
-    watchers: Vec<NodeWatcher>,
+    /// `watchers[i]` watches `nodes[i]`; the last one, the database.
+    watchers: Vec<Option<NodeWatcher>>,
 }
 
 impl Run {
     /// Starts the database node and as many lock nodes as the stage needs,
     /// watched into a fresh timeline, with `stock` items for sale.
     pub async fn start(stage: StageEntry, env: ScenarioEnv, stock: i64) -> Result<Self> {
-        let timeline = Timeline::new();
         let count = stage.description.nodes;
         let mut nodes = Vec::with_capacity(count);
         for i in 1..=count {
@@ -48,10 +48,24 @@ impl Run {
             };
             nodes.push(Node::start(&env.backend, &label, &[]).await?);
         }
+        Self::start_on(stage, env, stock, nodes).await
+    }
+
+    /// Like [`Run::start`], on lock nodes the scenario started itself (a
+    /// master and its replica): clients use the first
+    /// `description.nodes` of them, and every one is watched.
+    pub async fn start_on(
+        stage: StageEntry,
+        env: ScenarioEnv,
+        stock: i64,
+        nodes: Vec<Node>,
+    ) -> Result<Self> {
+        let timeline = Timeline::new();
         let db = Node::start(&env.backend, "db", &[]).await?;
         let mut watchers = Vec::new();
         for node in nodes.iter().chain([&db]) {
-            watchers.push(NodeWatcher::start(&node.url(), node.label(), &timeline).await?);
+            let watcher = NodeWatcher::start(&node.url(), node.label(), &timeline).await?;
+            watchers.push(Some(watcher));
         }
         let harness_db = Database::connect(&db.url(), "harness").await?;
         harness_db.reset(stock).await?;
@@ -61,7 +75,11 @@ impl Run {
         };
         let factory = ClientFactory {
             stage,
-            lock_urls: nodes.iter().map(Node::url).collect(),
+            lock_urls: nodes
+                .iter()
+                .take(stage.description.nodes)
+                .map(Node::url)
+                .collect(),
             db_url: db.url(),
             config,
             ledger: Ledger::new(timeline.clone()),
@@ -104,6 +122,16 @@ impl Run {
         self.factory.client(name).await
     }
 
+    /// Stops watching lock node `index` once its `MONITOR` has shown all it
+    /// saw. Call it before killing the node for good: a dead node cannot
+    /// answer the final flush.
+    pub async fn unwatch(&mut self, index: usize) -> Result<()> {
+        if let Some(mut watcher) = self.watchers.get_mut(index).and_then(Option::take) {
+            watcher.flush().await?;
+        }
+        Ok(())
+    }
+
     /// `PTTL` of the lock key on the first node: -2 gone, -1 no expiry.
     pub async fn lock_pttl(&self) -> Result<i64> {
         let mut conn = lockcore::connect(&self.nodes[0].url(), "harness").await?;
@@ -136,7 +164,7 @@ impl Run {
     /// Reckons up: waits for every node's `MONITOR` to catch up, then adds
     /// what the ledger and the database show to the scenario's own findings.
     pub async fn finish(mut self) -> Result<Outcome> {
-        for watcher in &mut self.watchers {
+        for watcher in self.watchers.iter_mut().flatten() {
             watcher.flush().await?;
         }
         let orders = self.harness_db.orders().await?;
