@@ -1,14 +1,66 @@
-//! gc-pause: not built yet.
+//! GC pause: a real holder process takes the lock, reads the stock, and is
+//! frozen with SIGSTOP, as a stop-the-world garbage collection would freeze
+//! it: its business, its timers and its watchdog all stop at once. While it
+//! is frozen a second client tries to buy. When the pause ends the holder
+//! carries on from where it was, with the stock it read before the pause.
+//!
+//! The pause lasts until the second client has bought and released, or has
+//! waited its whole patience window (three TTLs) in vain: it ends on that
+//! event, not on a timer. A lock whose TTL ran out during the pause let the
+//! second client in, and the holder's stale write then oversells; stage 8's
+//! fencing token makes the resource refuse that write. Afterwards the
+//! holder is asked whether its lost-lock signal fired (stage 6's watchdog
+//! notices the loss at its first renewal after the thaw).
 
-use lockcore::{Description, StageEntry};
+use lockcore::{Description, LockError, StageEntry};
 
-use super::{Outcome, ScenarioEnv};
+use super::{Outcome, Run, ScenarioEnv};
 use crate::error::{HarnessError, Result};
+use crate::holder::HolderProcess;
 
 pub(super) fn not_applicable(_stage: &Description) -> Option<&'static str> {
     None
 }
 
-pub(super) async fn run(_stage: StageEntry, _env: ScenarioEnv) -> Result<Outcome> {
-    Err(HarnessError::Unsupported("the gc-pause scenario is not built yet".into()))
+pub(super) async fn run(stage: StageEntry, env: ScenarioEnv) -> Result<Outcome> {
+    let mut run = Run::start(stage, env, 1).await?;
+    let timing = run.env.timing;
+    let mut holder = HolderProcess::spawn(&run.env.launcher, &run.factory, "client-A")?;
+    if !holder.acquire(timing.patience()).await? {
+        return Err(HarnessError::Holder(
+            "client-A could not take a free lock".into(),
+        ));
+    }
+    let read = holder.read_stock().await?;
+    holder.freeze()?;
+
+    let rival = run.client("client-B").await?;
+    run.narrate(format!(
+        "client-B tries to acquire for up to {}ms",
+        timing.patience().as_millis()
+    ));
+    match rival.acquire(timing.patience()).await? {
+        Some(held) => {
+            rival.buy_one(&held, timing.business).await?;
+            rival.release(&held).await??;
+            run.facts.insert("rival_acquired", 1);
+        }
+        None => {
+            run.narrate("client-B gave up: the frozen holder's lock never let it in");
+            run.facts.insert("rival_acquired", 0);
+        }
+    }
+
+    holder.thaw()?;
+    // The holder does not know it was frozen: it finishes the purchase it
+    // started, from the stock it read before the pause.
+    holder.sell(read).await?;
+    // A watchdog renews every third of the TTL; a whole TTL is three chances.
+    let lost = holder.wait_lost(timing.ttl).await?;
+    run.facts.insert("lost_signal_fired", i64::from(lost));
+    match holder.release().await? {
+        Ok(_) | Err(LockError::NotOwner) => {}
+        Err(other) => return Err(HarnessError::Lock(other)),
+    }
+    run.finish().await
 }

@@ -1,0 +1,35 @@
+//! The watchdog lives in the holder's process, so a stop-the-world pause
+//! freezes it too: the lock expires, another client buys, and the holder
+//! wakes up to sell stock it read before the pause. Its lost-lock signal
+//! fires, but only after the thaw, when the damage is a write away.
+
+use harness::observe::Finding;
+use harness::scenario::run_in_test;
+
+harness::holder_entry!(stage6::STAGE);
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_frozen_holder_loses_its_lock_oversells_and_learns_it_too_late() {
+    let outcome = run_in_test("gc-pause", stage6::STAGE).await;
+    assert_eq!(
+        outcome.fact("rival_acquired"),
+        1,
+        "client-B must get the lock during the pause"
+    );
+    assert!(
+        outcome.verdict.has(Finding::Overlap),
+        "verdict: {}",
+        outcome.verdict
+    );
+    assert!(
+        outcome.verdict.has(Finding::Oversold),
+        "verdict: {}",
+        outcome.verdict
+    );
+    assert_eq!(outcome.fact("orders"), 2);
+    assert_eq!(
+        outcome.fact("lost_signal_fired"),
+        1,
+        "the watchdog must notice the loss after the thaw"
+    );
+}
