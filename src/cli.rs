@@ -23,6 +23,25 @@ pub enum Command {
         /// A scenario name, as `lockstages list` shows.
         scenario: String,
     },
+    /// Runs every scenario against every stage and compares each cell with
+    /// the expected matrix. Exits 1, listing the cells, when any differs.
+    Matrix {
+        /// Only these stages (repeatable): `stage4` or `4`.
+        #[arg(long = "stage")]
+        stages: Vec<String>,
+        /// Only these scenarios (repeatable).
+        #[arg(long = "scenario")]
+        scenarios: Vec<String>,
+        /// Print the matrix as JSON on stdout instead of the table.
+        #[arg(long)]
+        json: bool,
+        /// Where to write matrix.md and matrix.json.
+        #[arg(long, default_value = "target/matrix")]
+        out: std::path::PathBuf,
+        /// How many cells run at once.
+        #[arg(long, default_value_t = crate::matrix::DEFAULT_JOBS)]
+        jobs: usize,
+    },
     /// Internal: a lock holder process, driven over stdin by a scenario.
     #[command(hide = true)]
     Holder {

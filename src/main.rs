@@ -2,6 +2,8 @@
 //! the literature warns about, on real Redis servers.
 //!
 //! - `lockstages list`: the stages and the scenarios;
+//! - `lockstages matrix`: every scenario against every stage, compared with
+//!   the expected matrix;
 //! - `lockstages run <stage> <scenario>`: one story, narrated as a timeline,
 //!   with its verdict;
 //! - `lockstages holder --stage <stage>`: (internal) a lock holder process
@@ -11,6 +13,7 @@
 
 mod cli;
 mod commands;
+mod matrix;
 mod stages;
 
 use std::process::ExitCode;

@@ -2,6 +2,7 @@
 
 pub mod holder;
 mod list;
+mod matrix;
 mod run;
 
 use harness::Scenario;
@@ -20,6 +21,13 @@ pub async fn dispatch(command: Command) -> Result<(), Failure> {
         Command::Run { stage, scenario } => {
             run::run(stage_named(&stage)?, scenario_named(&scenario)?).await
         }
+        Command::Matrix {
+            stages,
+            scenarios,
+            json,
+            out,
+            jobs,
+        } => matrix::run(&stages, &scenarios, json, &out, jobs).await,
         Command::Holder { .. } => unreachable!("the holder runs without the CLI's runtime"),
     }
 }

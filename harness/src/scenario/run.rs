@@ -132,6 +132,16 @@ impl Run {
         Ok(())
     }
 
+    /// Watches lock node `index` again after a restart (its old `MONITOR`
+    /// connection died with the old process; [`Run::unwatch`] it first).
+    pub async fn watch_again(&mut self, index: usize) -> Result<()> {
+        if let (Some(node), Some(slot)) = (self.nodes.get(index), self.watchers.get_mut(index)) {
+            let timeline = self.factory.ledger.timeline();
+            *slot = Some(NodeWatcher::start(&node.url(), node.label(), timeline).await?);
+        }
+        Ok(())
+    }
+
     /// `PTTL` of the lock key on the first node: -2 gone, -1 no expiry.
     pub async fn lock_pttl(&self) -> Result<i64> {
         let mut conn = lockcore::connect(&self.nodes[0].url(), "harness").await?;
@@ -204,5 +214,5 @@ impl Run {
 }
 
 fn env_label(env: &ScenarioEnv) -> String {
-    format!("{:?} backend", env.backend).to_lowercase()
+    format!("{} backend", env.backend.label())
 }

@@ -201,7 +201,7 @@ fn free_port() -> Result<u16> {
     Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
 }
 
-async fn ping(port: u16) -> bool {
+pub(super) async fn ping(port: u16) -> bool {
     let Ok(mut stream) = TcpStream::connect(("127.0.0.1", port)).await else {
         return false;
     };

@@ -1,0 +1,82 @@
+//! `lockstages matrix`.
+
+use std::path::Path;
+
+use harness::{Scenario, ScenarioEnv};
+use lockcore::StageEntry;
+
+use super::run::launcher;
+use super::{scenario_named, stage_named};
+use crate::matrix::{self, Report};
+use crate::{Failure, stages};
+
+/// Runs the (filtered) matrix, prints it, writes it under `out`.
+pub async fn run(
+    stage_filter: &[String],
+    scenario_filter: &[String],
+    json: bool,
+    out: &Path,
+    jobs: usize,
+) -> Result<(), Failure> {
+    let stages: Vec<StageEntry> = if stage_filter.is_empty() {
+        stages::STAGES.to_vec()
+    } else {
+        stage_filter
+            .iter()
+            .map(|s| stage_named(s))
+            .collect::<Result<_, _>>()?
+    };
+    let scenarios: Vec<&'static Scenario> = if scenario_filter.is_empty() {
+        harness::SCENARIOS.iter().collect()
+    } else {
+        scenario_filter
+            .iter()
+            .map(|s| scenario_named(s))
+            .collect::<Result<_, _>>()?
+    };
+    // Fail early, with the installation hint, when no Redis can be had.
+    let backend = harness::server::Backend::from_env()?;
+    let env_for = |stage: &StageEntry| -> Result<ScenarioEnv, String> {
+        let launcher = launcher(stage).map_err(|f| format!("{f:?}"))?;
+        Ok(ScenarioEnv {
+            backend: backend.clone(),
+            launcher,
+            timing: harness::Timing::default(),
+        })
+    };
+    let started = std::time::Instant::now();
+    let cells = matrix::run(&stages, &scenarios, env_for, jobs, json).await;
+    let report = Report::new(&cells);
+
+    std::fs::create_dir_all(out)
+        .map_err(|e| Failure::failed(format!("cannot create {}: {e}", out.display())))?;
+    let json_text = serde_json::to_string_pretty(&report.json()).unwrap_or_default();
+    for (name, text) in [
+        ("matrix.md", report.markdown()),
+        ("matrix.json", json_text.clone()),
+    ] {
+        let path = out.join(name);
+        std::fs::write(&path, text)
+            .map_err(|e| Failure::failed(format!("cannot write {}: {e}", path.display())))?;
+    }
+    if json {
+        println!("{json_text}");
+    } else {
+        print!("{}", report.table());
+        println!(
+            "\n{} cells in {:.1}s; written to {}/matrix.md and matrix.json",
+            cells.len(),
+            started.elapsed().as_secs_f64(),
+            out.display()
+        );
+    }
+    if report.mismatches().is_empty() {
+        Ok(())
+    } else {
+        Err(Failure::failed(format!(
+            "{} cell(s) differ from the expected matrix:\n{}",
+            report.mismatches().len(),
+            report.mismatch_lines()
+        )))
+    }
+}

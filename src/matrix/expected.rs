@@ -1,0 +1,94 @@
+//! The expected matrix, written once: what the articles predict, corrected
+//! where a real run showed otherwise (the book says why).
+//!
+//! One row per stage, one column per scenario, in `harness::SCENARIOS`
+//! order. A cell is `ok`, `n/a`, or the findings that must fire, separated
+//! by spaces.
+
+use harness::observe::{Finding, Verdict};
+
+/// The columns, in order; checked against `harness::SCENARIOS` by a test.
+pub const COLUMNS: [&str; 11] = [
+    "contention",
+    "killed-holder",
+    "crash-before-expire",
+    "slow-business",
+    "get-del-race",
+    "gc-pause",
+    "failover",
+    "restart-without-persistence",
+    "clock-jump",
+    "reentrant",
+    "network-delay",
+];
+
+#[rustfmt::skip]
+const ROWS: [(&str, [&str; 11]); 9] = [
+    //          contention  killed-holder crash-before  slow-business                      get-del-race      gc-pause                failover                restart-without-pers.   clock-jump              reentrant   network-delay
+    ("stage0", ["OVERSOLD OVERLAP", "ok",         "n/a",        "OVERSOLD OVERLAP",                "n/a",            "OVERSOLD OVERLAP",     "n/a",                  "n/a",                  "n/a",                  "n/a",      "n/a"]),
+    ("stage1", ["ok",       "DEADLOCK",   "DEADLOCK",   "ok",                              "ok",             "ok",                   "OVERSOLD OVERLAP",     "OVERSOLD OVERLAP",     "ok",                   "DEADLOCK", "ok"]),
+    ("stage2", ["ok",       "ok",         "DEADLOCK",   "OVERSOLD OVERLAP FOREIGN-DELETE", "FOREIGN-DELETE", "OVERSOLD OVERLAP",     "OVERSOLD OVERLAP",     "OVERSOLD OVERLAP",     "OVERSOLD OVERLAP",     "DEADLOCK", "OVERLAP"]),
+    ("stage3", ["ok",       "ok",         "ok",         "OVERSOLD OVERLAP FOREIGN-DELETE", "FOREIGN-DELETE", "OVERSOLD OVERLAP",     "OVERSOLD OVERLAP",     "OVERSOLD OVERLAP",     "OVERSOLD OVERLAP",     "DEADLOCK", "OVERLAP"]),
+    ("stage4", ["ok",       "ok",         "ok",         "OVERSOLD OVERLAP",                "FOREIGN-DELETE", "OVERSOLD OVERLAP",     "OVERSOLD OVERLAP",     "OVERSOLD OVERLAP",     "OVERSOLD OVERLAP",     "DEADLOCK", "OVERLAP"]),
+    ("stage5", ["ok",       "ok",         "ok",         "OVERSOLD OVERLAP",                "ok",             "OVERSOLD OVERLAP",     "OVERSOLD OVERLAP",     "OVERSOLD OVERLAP",     "OVERSOLD OVERLAP",     "DEADLOCK", "OVERLAP"]),
+    ("stage6", ["ok",       "ok",         "ok",         "ok",                              "ok",             "OVERSOLD OVERLAP",     "OVERSOLD OVERLAP",     "OVERSOLD OVERLAP",     "OVERSOLD OVERLAP",     "ok",       "OVERLAP"]),
+    ("stage7", ["ok",       "ok",         "ok",         "OVERSOLD OVERLAP",                "ok",             "OVERSOLD OVERLAP",     "n/a",                  "OVERSOLD OVERLAP",     "OVERSOLD OVERLAP",     "DEADLOCK", "REFUSED"]),
+    ("stage8", ["ok",       "ok",         "ok",         "OVERLAP",                         "ok",             "OVERLAP",              "OVERSOLD OVERLAP",     "OVERLAP",              "OVERLAP",              "DEADLOCK", "OVERLAP"]),
+];
+
+/// What a cell should show.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Expected {
+    /// The scenario must run and give exactly this verdict.
+    Verdict(Verdict),
+    /// The scenario must decline to run on this stage.
+    NotApplicable,
+}
+
+/// The expectation for `stage` × `scenario`, if the table has that cell.
+pub fn expected(stage: &str, scenario: &str) -> Option<Expected> {
+    let column = COLUMNS.iter().position(|c| *c == scenario)?;
+    let (_, cells) = ROWS.iter().find(|(name, _)| *name == stage)?;
+    Some(parse(cells[column]))
+}
+
+fn parse(cell: &str) -> Expected {
+    match cell {
+        "n/a" => Expected::NotApplicable,
+        "ok" => Expected::Verdict(Verdict::ok()),
+        labels => {
+            let findings: Vec<Finding> = labels
+                .split_whitespace()
+                .filter_map(|label| Finding::ALL.into_iter().find(|f| f.label() == label))
+                .collect();
+            Expected::Verdict(Verdict::of(&findings))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_columns_are_the_harness_scenarios_in_order() {
+        let names: Vec<&str> = harness::SCENARIOS.iter().map(|s| s.name).collect();
+        assert_eq!(names, COLUMNS);
+    }
+
+    #[test]
+    fn every_cell_parses_to_known_findings() {
+        for (stage, cells) in ROWS {
+            for cell in cells {
+                let words = cell.split_whitespace().count();
+                if let Expected::Verdict(verdict) = parse(cell) {
+                    let parsed = verdict.findings().count();
+                    assert!(
+                        cell == "ok" || parsed == words,
+                        "{stage}: bad cell `{cell}`"
+                    );
+                }
+            }
+        }
+    }
+}

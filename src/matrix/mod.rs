@@ -1,0 +1,157 @@
+//! `lockstages matrix`: every scenario against every stage, each cell on
+//! its own Redis servers, compared with the expected matrix.
+
+mod expected;
+mod report;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use harness::observe::Verdict;
+use harness::{Scenario, ScenarioEnv};
+use indicatif::{ProgressBar, ProgressStyle};
+use lockcore::StageEntry;
+use tokio::sync::Semaphore;
+use tokio::task::JoinSet;
+
+pub use expected::{Expected, expected};
+pub use report::Report;
+
+/// What one cell gave.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CellResult {
+    /// The scenario ran; these observers fired.
+    Ran(Verdict),
+    /// The scenario declined this stage, for this reason.
+    NotApplicable(&'static str),
+    /// The scenario could not run (its error).
+    Failed(String),
+}
+
+/// One stage × scenario.
+#[derive(Debug, Clone)]
+pub struct Cell {
+    /// The stage (row).
+    pub stage: StageEntry,
+    /// The scenario (column).
+    pub scenario: &'static Scenario,
+    /// What the run gave.
+    pub result: CellResult,
+    /// What it should have given, if the table has the cell.
+    pub expected: Option<Expected>,
+    /// How long it took.
+    pub took: Duration,
+}
+
+impl Cell {
+    /// Whether the run gave what the expected matrix says.
+    pub fn matches(&self) -> bool {
+        match (&self.result, &self.expected) {
+            (CellResult::Ran(got), Some(Expected::Verdict(want))) => got == want,
+            (CellResult::NotApplicable(_), Some(Expected::NotApplicable)) => true,
+            _ => false,
+        }
+    }
+}
+
+/// How many cells run at once. Each cell's timings have 3x margins; more
+/// than this on two cores starts to eat into them.
+pub const DEFAULT_JOBS: usize = 3;
+
+/// Runs every pair of `stages` × `scenarios`, `jobs` at a time, with a
+/// progress bar on stderr (hidden when `quiet`).
+pub async fn run(
+    stages: &[StageEntry],
+    scenarios: &[&'static Scenario],
+    env_for: impl Fn(&StageEntry) -> Result<ScenarioEnv, String>,
+    jobs: usize,
+    quiet: bool,
+) -> Vec<Cell> {
+    let total = stages.len() * scenarios.len();
+    let progress = if quiet {
+        ProgressBar::hidden()
+    } else {
+        ProgressBar::new(total as u64)
+    };
+    progress.set_style(
+        ProgressStyle::with_template("{bar:30} {pos}/{len} cells  {elapsed}  {wide_msg}")
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    let permits = Arc::new(Semaphore::new(jobs.max(1)));
+    let running = Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let mut tasks = JoinSet::new();
+    for (row, stage) in stages.iter().enumerate() {
+        for (column, scenario) in scenarios.iter().enumerate() {
+            let stage = *stage;
+            let scenario: &'static Scenario = scenario;
+            let env = env_for(&stage);
+            let permits = permits.clone();
+            let progress = progress.clone();
+            let running = running.clone();
+            tasks.spawn(async move {
+                let label = format!("{} x {}", stage.description.name, scenario.name);
+                let _permit = permits.acquire_owned().await;
+                set_running(&running, &progress, Some(&label), None);
+                let started = Instant::now();
+                let result = run_cell(stage, scenario, env).await;
+                set_running(&running, &progress, None, Some(&label));
+                progress.inc(1);
+                let expected = expected(stage.description.name, scenario.name);
+                (
+                    (row, column),
+                    Cell {
+                        stage,
+                        scenario,
+                        result,
+                        expected,
+                        took: started.elapsed(),
+                    },
+                )
+            });
+        }
+    }
+    let mut cells: Vec<((usize, usize), Cell)> = Vec::with_capacity(total);
+    while let Some(joined) = tasks.join_next().await {
+        match joined {
+            Ok(cell) => cells.push(cell),
+            Err(e) => progress.println(format!("a cell's task died: {e}")),
+        }
+    }
+    progress.finish_and_clear();
+    cells.sort_by_key(|(position, _)| *position);
+    cells.into_iter().map(|(_, cell)| cell).collect()
+}
+
+fn set_running(
+    running: &std::sync::Mutex<Vec<String>>,
+    progress: &ProgressBar,
+    started: Option<&str>,
+    finished: Option<&str>,
+) {
+    let mut running = running.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(label) = started {
+        running.push(label.to_owned());
+    }
+    if let Some(label) = finished {
+        running.retain(|l| l != label);
+    }
+    progress.set_message(running.join(", "));
+}
+
+async fn run_cell(
+    stage: StageEntry,
+    scenario: &'static Scenario,
+    env: Result<ScenarioEnv, String>,
+) -> CellResult {
+    if let Some(reason) = (scenario.not_applicable)(&stage.description) {
+        return CellResult::NotApplicable(reason);
+    }
+    let env = match env {
+        Ok(env) => env,
+        Err(e) => return CellResult::Failed(e),
+    };
+    match (scenario.run)(stage, env).await {
+        Ok(outcome) => CellResult::Ran(outcome.verdict),
+        Err(e) => CellResult::Failed(e.to_string()),
+    }
+}

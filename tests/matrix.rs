@@ -1,0 +1,43 @@
+//! The whole matrix, run for real: every stage against every scenario on
+//! its own Redis servers, each cell asserted against the expected matrix.
+
+use std::process::Command;
+
+#[test]
+fn every_cell_of_the_matrix_is_what_the_expected_matrix_says() {
+    let out = std::env::temp_dir().join(format!("lockstages-matrix-test-{}", std::process::id()));
+    let output = Command::new(env!("CARGO_BIN_EXE_lockstages"))
+        .args(["matrix", "--json", "--out"])
+        .arg(&out)
+        .output()
+        .expect("the CLI runs");
+    let _ = std::fs::remove_dir_all(&out);
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap_or_else(|e| {
+        panic!(
+            "no JSON ({e}); stderr:\n{}",
+            String::from_utf8_lossy(&output.stderr)
+        )
+    });
+    let cells = report["cells"].as_array().expect("cells");
+    assert_eq!(cells.len(), 9 * 11, "stage0..stage8 x 11 scenarios");
+    let differing: Vec<String> = cells
+        .iter()
+        .filter(|cell| cell["matches"] != true)
+        .map(|cell| {
+            format!(
+                "{} x {}: got {} ({}), expected {}",
+                cell["stage"], cell["scenario"], cell["result"], cell["reason"], cell["expected"]
+            )
+        })
+        .collect();
+    assert!(
+        differing.is_empty(),
+        "cells that differ:\n{}",
+        differing.join("\n")
+    );
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "exit code 0 when every cell matches"
+    );
+}
