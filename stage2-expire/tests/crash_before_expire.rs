@@ -47,6 +47,7 @@ async fn a_crash_right_after_expire_costs_the_others_one_ttl() {
     );
     drop(doomed);
     let pttl = run.lock_pttl().await.expect("PTTL answers");
+    run.narrate(format!("PTTL of the lock key after the crash: {pttl}"));
     assert!(
         (1..=ttl_ms).contains(&pttl),
         "the dead holder's key should expire within {ttl_ms}ms, PTTL {pttl}"
