@@ -11,6 +11,10 @@
 //! fencing token makes the resource refuse that write. Afterwards the
 //! holder is asked whether its lost-lock signal fired (stage 6's watchdog
 //! notices the loss at its first renewal after the thaw).
+//!
+//! Facts: `rival_acquired` (client-B got the lock during the pause) and
+//! `lost_signal_fired` (the holder's lost-lock signal fired after the thaw),
+//! each 1 or 0.
 
 use lockcore::{Description, LockError, StageEntry};
 
@@ -32,6 +36,16 @@ pub(super) async fn run(stage: StageEntry, env: ScenarioEnv) -> Result<Outcome> 
         ));
     }
     let read = holder.read_stock().await?;
+    // The holder works for one TTL before the pause strikes: long enough for
+    // a watchdog to renew its lock three times. A stage without a watchdog
+    // has no lost signal to wait on, so it answers at once and its lock
+    // keeps the TTL it had. Either way the lock must still be held here, or
+    // the pause would prove nothing.
+    if holder.wait_lost(timing.ttl).await? {
+        return Err(HarnessError::Holder(
+            "client-A lost its lock before the pause".into(),
+        ));
+    }
     holder.freeze()?;
 
     let rival = run.client("client-B").await?;
