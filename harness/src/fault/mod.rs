@@ -2,5 +2,6 @@
 //! whole processes and nodes.
 
 mod plan;
+pub mod proxy;
 
 pub use plan::{FaultPlan, Gate};

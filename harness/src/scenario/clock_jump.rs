@@ -1,14 +1,60 @@
-//! clock-jump: not built yet.
+//! Clock jump: the clock of a node that granted the lock jumps forward
+//! (an NTP step, an operator setting the time), so the key expires there
+//! long before the holder expects.
+//!
+//! A Redis server's clock cannot be moved from outside the machine, so the
+//! harness does to the key exactly what the jump would: it takes the jump
+//! off the key's remaining TTL on that node (`PEXPIRE`). The timeline says
+//! so where it happens.
+//!
+//! On one node, client-B then finds the lock free while client-A is inside
+//! (stage 1's key has no TTL, so no clock can touch it). On Redlock, the
+//! jump hits one of the three masters client-A holds; B takes that one and
+//! the two A never had: a majority of its own, and two holders.
 
 use lockcore::{Description, StageEntry};
 
-use super::{Outcome, ScenarioEnv};
-use crate::error::{HarnessError, Result};
+use super::{Outcome, Run, ScenarioEnv};
+use crate::error::Result;
 
-pub(super) fn not_applicable(_stage: &Description) -> Option<&'static str> {
-    None
+/// The node whose clock jumps: one of the holder's.
+const VICTIM: usize = 0;
+
+pub(super) fn not_applicable(stage: &Description) -> Option<&'static str> {
+    (stage.stage == 0).then_some("no lock key for a clock to expire")
 }
 
-pub(super) async fn run(_stage: StageEntry, _env: ScenarioEnv) -> Result<Outcome> {
-    Err(HarnessError::Unsupported("the clock-jump scenario is not built yet".into()))
+pub(super) async fn run(stage: StageEntry, env: ScenarioEnv) -> Result<Outcome> {
+    let mut run = Run::start(stage, env, 1).await?;
+    let timing = run.env.timing;
+    let proxies = run.put_proxies().await?;
+    let holder = run.client("client-A").await?;
+    let held = run.hold_bare_majority(&proxies, &holder).await?;
+    let read = holder.read_stock().await?;
+
+    let (before, after) = run.jump_clock(VICTIM, timing.ttl * 3).await?;
+    run.facts.insert("pttl_before_jump", before);
+    run.facts.insert("pttl_after_jump", after);
+
+    let contender = run.client("client-B").await?;
+    let window = run.contender_window();
+    run.narrate(format!(
+        "client-B tries for {}ms, while client-A's lock should still be good",
+        window.as_millis()
+    ));
+    let taken = contender.acquire(window).await?;
+    run.facts
+        .insert("contender_acquired", i64::from(taken.is_some()));
+    match &taken {
+        Some(theirs) => {
+            contender.buy_one(theirs, timing.business).await?;
+            contender.release(theirs).await??;
+        }
+        None => run.narrate("client-B could not take the lock: client-A's still stands"),
+    }
+
+    // A finishes its purchase, sure that it still holds the lock.
+    holder.sell(read, &held).await?;
+    run.release_after_fault(&holder, &held).await?;
+    run.finish().await
 }

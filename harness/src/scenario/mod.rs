@@ -14,6 +14,7 @@ mod get_del_race;
 mod killed_holder;
 mod network_delay;
 mod reentrant;
+pub mod redlock_topology;
 mod restart_without_persistence;
 mod run;
 mod slow_business;

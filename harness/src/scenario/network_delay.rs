@@ -1,14 +1,149 @@
-//! network-delay: not built yet.
+//! Network delay: every reply to client-A comes three TTLs late. Its
+//! requests reach the nodes at once, so its commands *run*; only the
+//! answers are slow.
+//!
+//! On Redlock, no master answers within the per-node timeout, so client-A
+//! has no majority and is refused. Had it waited for the answers, its
+//! validity would have been used up long before they came. It then releases
+//! on every master, including those that never answered: they did write
+//! its key. The run checks that every key was deleted, not left to expire,
+//! and that client-B, whose network is fine, gets the lock at once.
+//!
+//! On one node, the client library gives up first: redis-rs times a reply
+//! out after 500 ms by default, so client-A is told its lock command
+//! failed, although it ran. What is left is the key it wrote. From stage 3
+//! on it carries a TTL and frees itself; stage 1's never expires, nor does
+//! stage 2's, whose `EXPIRE` waited for the lost `SETNX` reply and was never
+//! sent: nobody gets the lock again.
 
-use lockcore::{Description, StageEntry};
+use std::time::Duration;
 
-use super::{Outcome, ScenarioEnv};
+use lockcore::{Description, LockError, StageEntry};
+use tokio::time::Instant;
+
+use super::{Outcome, Run, ScenarioEnv};
 use crate::error::{HarnessError, Result};
+use crate::observe::Finding;
 
-pub(super) fn not_applicable(_stage: &Description) -> Option<&'static str> {
-    None
+pub(super) fn not_applicable(stage: &Description) -> Option<&'static str> {
+    (stage.stage == 0).then_some("no lock command whose reply could be late")
 }
 
-pub(super) async fn run(_stage: StageEntry, _env: ScenarioEnv) -> Result<Outcome> {
-    Err(HarnessError::Unsupported("the network-delay scenario is not built yet".into()))
+pub(super) async fn run(stage: StageEntry, env: ScenarioEnv) -> Result<Outcome> {
+    if stage.description.nodes > 1 {
+        on_redlock(stage, env).await
+    } else {
+        on_one_node(stage, env).await
+    }
+}
+
+fn millis(duration: Duration) -> i64 {
+    i64::try_from(duration.as_millis()).unwrap_or(i64::MAX)
+}
+
+async fn on_redlock(stage: StageEntry, env: ScenarioEnv) -> Result<Outcome> {
+    let mut run = Run::start(stage, env, 1).await?;
+    let timing = run.env.timing;
+    let proxies = run.put_proxies().await?;
+    let asker = run.client("client-A").await?;
+    proxies.delay_replies("client-A", timing.ttl * 3);
+
+    let started = Instant::now();
+    let answer = asker.try_acquire().await?;
+    run.facts.insert("acquire_ms", millis(started.elapsed()));
+    match &answer {
+        None => {
+            run.narrate(format!(
+                "client-A was REFUSED after {}ms: no master answered in time, and answers {}ms \
+                 late would have left no validity",
+                started.elapsed().as_millis(),
+                (timing.ttl * 3).as_millis()
+            ));
+            run.verdict.insert(Finding::Refused);
+        }
+        Some(held) => {
+            run.narrate("client-A was granted the lock although every answer came late");
+            asker.release(held).await??;
+        }
+    }
+    let left = run
+        .wait_for_lock_keys(|holding| holding == 0, timing.patience())
+        .await?;
+    run.facts
+        .insert("lock_keys_left", i64::try_from(left).unwrap_or(-1));
+    proxies.heal("client-A");
+
+    let other = run.client("client-B").await?;
+    let started = Instant::now();
+    if let Some(held) = other.acquire(timing.patience()).await? {
+        run.facts
+            .insert("contender_wait_ms", millis(started.elapsed()));
+        other.buy_one(&held, timing.business).await?;
+        other.release(&held).await??;
+    }
+
+    let expired = format!("expired {} ", run.factory.config.key);
+    let mut outcome = run.finish().await?;
+    let expiries = outcome
+        .timeline
+        .events()
+        .iter()
+        .filter(|e| e.text.starts_with(&expired))
+        .count();
+    outcome
+        .facts
+        .insert("lock_keys_expired", i64::try_from(expiries).unwrap_or(-1));
+    Ok(outcome)
+}
+
+async fn on_one_node(stage: StageEntry, env: ScenarioEnv) -> Result<Outcome> {
+    let mut run = Run::start(stage, env, 1).await?;
+    let timing = run.env.timing;
+    let proxies = run.put_proxies().await?;
+    let asker = run.client("client-A").await?;
+    let other = run.client("client-B").await?;
+    // Once with a healthy network: connections open, scripts cached.
+    if let Some(held) = asker.acquire(timing.patience()).await? {
+        asker.release(&held).await??;
+    }
+    proxies.delay_replies("client-A", timing.ttl * 3);
+
+    let ask = asker.try_acquire();
+    let contend = async {
+        let holding = run
+            .wait_for_lock_keys(|holding| holding > 0, timing.patience())
+            .await?;
+        if holding == 0 {
+            return Err(HarnessError::Unsupported(
+                "client-A's lock command never reached the node".into(),
+            ));
+        }
+        run.narrate("client-A's lock command ran on the node; its reply is on its way, slowly");
+        if let Some(held) = run.probe_for_deadlock(&other).await? {
+            other.buy_one(&held, timing.business).await?;
+            other.release(&held).await??;
+        }
+        Ok(())
+    };
+    let (asked, contended) = tokio::join!(ask, contend);
+    contended?;
+    match asked {
+        Ok(Some(held)) => {
+            run.narrate("client-A got its reply late and believes it holds the lock");
+            run.facts.insert("late_holder", 1);
+            asker.buy_one(&held, timing.business).await?;
+            run.release_after_fault(&asker, &held).await?;
+        }
+        Ok(None) => run.narrate("client-A was told the lock is taken"),
+        Err(HarnessError::Lock(LockError::Redis(e))) => {
+            run.facts.insert("late_holder", 0);
+            run.narrate(format!(
+                "client-A gave up waiting for its reply ({e}): it thinks it failed, yet its lock \
+                 command ran"
+            ));
+        }
+        Err(other) => return Err(other),
+    }
+    proxies.heal("client-A");
+    run.finish().await
 }

@@ -1,0 +1,25 @@
+//! No majority can help a holder that is not running: frozen past its
+//! validity, it wakes up, still sure of its lock, and sells an item that a
+//! second holder has sold meanwhile.
+
+use harness::observe::Finding;
+use harness::scenario::run_in_test;
+
+harness::holder_entry!(stage7::STAGE);
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_holder_frozen_past_its_validity_wakes_up_beside_a_second_holder_and_oversells() {
+    let outcome = run_in_test("gc-pause", stage7::STAGE).await;
+    assert_eq!(outcome.fact("rival_acquired"), 1);
+    assert!(
+        outcome.verdict.has(Finding::Overlap),
+        "verdict: {}",
+        outcome.verdict
+    );
+    assert!(
+        outcome.verdict.has(Finding::Oversold),
+        "verdict: {}",
+        outcome.verdict
+    );
+    assert_eq!(outcome.fact("orders"), 2);
+}
