@@ -1,14 +1,106 @@
-//! failover: not built yet.
+//! Failover: the master grants a lock and dies before its replica has it;
+//! the replica is promoted, and the lock is gone. One item is for sale.
+//!
+//! 1. A master and an asynchronous replica, in sync. Replication is then
+//!    held back: what the master sends stays on the way, as it does for a
+//!    moment after every write. In production that window is usually under
+//!    a millisecond; here it stays open (see `replicated.rs`).
+//! 2. client-A takes the lock on the master and reads the stock (1).
+//! 3. The master is killed with `kill -9`.
+//! 4. The replica is promoted (`REPLICAOF NO ONE`).
+//! 5. client-B, a client that finds the new master, asks for the lock. The
+//!    new master never saw A's lock: B gets it, and buys the item.
+//! 6. client-A, still believing it holds the lock, finishes its purchase on
+//!    the stock it read: a second order for one item. Its release goes to
+//!    the dead master.
+//!
+//! The database node is never faulted: what fails is the lock.
+//!
+//! Facts: `lock_on_new_master` (1 when the promoted replica had A's lock
+//! key) and `b_acquired`, each 1 or 0.
 
 use lockcore::{Description, StageEntry};
 
-use super::{Outcome, ScenarioEnv};
+use super::{Outcome, Run, ScenarioEnv};
 use crate::error::{HarnessError, Result};
 
-pub(super) fn not_applicable(_stage: &Description) -> Option<&'static str> {
-    None
+/// Items for sale: one, so a second order is an oversell.
+const STOCK: i64 = 1;
+/// The master's place among the run's lock nodes.
+const MASTER: usize = 0;
+/// The replica's.
+const REPLICA: usize = 1;
+
+pub(super) fn not_applicable(stage: &Description) -> Option<&'static str> {
+    if stage.stage == 0 {
+        Some("no lock to lose")
+    } else if stage.nodes > 1 {
+        Some("Redlock uses independent masters, no replicas")
+    } else {
+        None
+    }
 }
 
-pub(super) async fn run(_stage: StageEntry, _env: ScenarioEnv) -> Result<Outcome> {
-    Err(HarnessError::Unsupported("the failover scenario is not built yet".into()))
+pub(super) async fn run(stage: StageEntry, env: ScenarioEnv) -> Result<Outcome> {
+    let (mut run, link) = Run::start_replicated(stage, env, STOCK).await?;
+    let timing = run.env.timing;
+    let a = run.client("client-A").await?;
+
+    // 1. Replication is held back.
+    link.hold();
+    run.narrate("replication held back: from now on nothing the master sends reaches the replica");
+
+    // 2. A takes the lock on the master and starts its business.
+    let held_a = a
+        .acquire(timing.patience())
+        .await?
+        .ok_or_else(|| HarnessError::Unsupported("client-A could not take a free lock".into()))?;
+    let read_a = a.read_stock().await?;
+
+    // 3. The master dies with the only copy of A's lock.
+    run.unwatch(MASTER).await?;
+    run.nodes[MASTER].kill().await?;
+    run.narrate("master KILLED with kill -9: client-A's lock was never replicated");
+
+    // 4. The replica takes over.
+    run.narrate("promoting the replica: REPLICAOF NO ONE");
+    run.promote(REPLICA).await?;
+    let lock_survived = run.lock_key_exists(REPLICA).await?;
+    run.facts
+        .insert("lock_on_new_master", i64::from(lock_survived));
+    run.narrate(format!(
+        "the new master {} the lock key",
+        if lock_survived {
+            "has"
+        } else {
+            "does NOT have"
+        }
+    ));
+
+    // 5. B finds the new master.
+    let b = run
+        .factory
+        .client_at("client-B", vec![run.nodes[REPLICA].url()])
+        .await?;
+    let held_b = b.acquire(timing.patience()).await?;
+    run.facts.insert("b_acquired", i64::from(held_b.is_some()));
+    if let Some(held_b) = &held_b {
+        b.buy_one(held_b, timing.business).await?;
+    }
+
+    // 6. A never learned that its lock is gone.
+    run.narrate("client-A, still believing it holds the lock, finishes its purchase");
+    a.sell(read_a, &held_a).await?;
+    if let Err(e) = a.release(&held_a).await {
+        run.narrate(format!(
+            "client-A's release cannot reach the dead master: {e}"
+        ));
+    }
+    if let Some(held_b) = held_b {
+        // A refusal is already in the timeline.
+        let _ = b.release(&held_b).await?;
+    }
+    let outcome = run.finish().await;
+    drop(link);
+    outcome
 }

@@ -1,14 +1,156 @@
-//! get-del-race: not built yet.
+//! GET/DEL race: the lock expires while its holder is giving it back, after
+//! the holder made sure the key was its own and before the key is deleted.
+//! Two items are for sale.
+//!
+//! 1. client-A takes the lock and buys one item. Its business is over.
+//! 2. A releases and is stopped on the way: between its `GET` and its `DEL`
+//!    when the stage's release has that gap (stage 4 lists the fault point
+//!    `between-get-and-del`), otherwise just before its release is sent
+//!    (`before-release`, which every client reaches). Either way the ledger
+//!    closes A's critical section first: only A's release is late.
+//! 3. While A is stopped, client-B asks for the lock for the run's patience
+//!    (three TTLs). A lock that expires under the stopped release lets B in;
+//!    a lock without an expiry, or one a watchdog keeps renewing, keeps B
+//!    out until A's release goes on.
+//! 4. A's release goes on, and the lock key is looked at: does it still
+//!    hold B's value?
+//! 5. If B got in, B buys the other item and releases.
+//!
+//! The ledger's own foreign-delete rule looks for someone who acquired
+//! while the releaser was still inside; B acquired after A left, so the
+//! scenario judges the release itself. A release that deleted a key after
+//! B's `SET NX` succeeded deleted B's key: A's had to be gone for B's to be
+//! written. That is FOREIGN-DELETE, whatever the key looks like afterwards.
+//!
+//! Facts: `b_acquired` and `a_release_deleted` (1 or 0), and when B got in,
+//! `b_lock_survived`: 1 when the lock key still holds B's value after A's
+//! release.
 
-use lockcore::{Description, StageEntry};
+use std::pin::pin;
 
-use super::{Outcome, ScenarioEnv};
+use lockcore::{Description, Point, Release, StageEntry};
+
+use super::{Outcome, Run, ScenarioEnv};
 use crate::error::{HarnessError, Result};
+use crate::observe::Finding;
 
-pub(super) fn not_applicable(_stage: &Description) -> Option<&'static str> {
-    None
+/// Items for sale: one for A, one for B.
+const STOCK: i64 = 2;
+
+pub(super) fn not_applicable(stage: &Description) -> Option<&'static str> {
+    (stage.stage == 0).then_some("no lock, so no release to race")
 }
 
-pub(super) async fn run(_stage: StageEntry, _env: ScenarioEnv) -> Result<Outcome> {
-    Err(HarnessError::Unsupported("the get-del-race scenario is not built yet".into()))
+/// Where A's release is stopped: inside it, if the stage has a gap there.
+fn stop_point(stage: &Description) -> Point {
+    if stage.fault_points.contains(&Point::BetweenGetAndDel) {
+        Point::BetweenGetAndDel
+    } else {
+        Point::BeforeRelease
+    }
+}
+
+pub(super) async fn run(stage: StageEntry, env: ScenarioEnv) -> Result<Outcome> {
+    let mut run = Run::start(stage, env, STOCK).await?;
+    let timing = run.env.timing;
+    let a = run.client("client-A").await?;
+    let b = run.client("client-B").await?;
+
+    // 1. A takes the lock and does its business.
+    let held_a = a
+        .acquire(timing.patience())
+        .await?
+        .ok_or_else(|| HarnessError::Unsupported("client-A could not take a free lock".into()))?;
+    a.buy_one(&held_a, timing.business).await?;
+
+    // 2. A's release is stopped on its way.
+    let point = stop_point(&stage.description);
+    let held_back = a.faults().pause_at(point);
+    let mut a_release = pin!(a.leave_then_release(&held_a));
+    tokio::select! {
+        () = held_back.arrived() => {}
+        done = a_release.as_mut() => {
+            let outcome = done?;
+            return Err(HarnessError::Unsupported(format!(
+                "client-A's release finished ({outcome:?}) without reaching {point}"
+            )));
+        }
+    }
+
+    // 3. B tries while A's release waits.
+    run.narrate(format!(
+        "client-A's release is held at {point}; client-B tries to acquire for up to {}ms",
+        timing.patience().as_millis()
+    ));
+    let held_b = b.acquire(timing.patience()).await?;
+    run.facts.insert("b_acquired", i64::from(held_b.is_some()));
+    run.narrate(if held_b.is_some() {
+        "client-B holds the lock: client-A's release goes on"
+    } else {
+        "client-B never got in: client-A's release goes on"
+    });
+
+    // 4. A's release goes on.
+    held_back.open();
+    let a_deleted = matches!(a_release.await?, Ok(Release::Deleted));
+    run.facts.insert("a_release_deleted", i64::from(a_deleted));
+
+    // 5. What became of B's lock, and B's turn.
+    if let Some(held_b) = held_b {
+        let survived = lock_holds(&run, &held_b.value).await?;
+        run.facts.insert("b_lock_survived", i64::from(survived));
+        run.narrate(format!(
+            "after client-A's release, client-B's lock {}",
+            if survived {
+                "is still there"
+            } else {
+                "is GONE"
+            }
+        ));
+        if a_deleted {
+            run.verdict.insert(Finding::ForeignDelete);
+            run.narrate(
+                "FOREIGN-DELETE: client-A's release deleted client-B's lock \
+                 (client-A's own key had expired before client-B's SET NX succeeded)",
+            );
+        }
+        b.buy_one(&held_b, timing.business).await?;
+        // A refusal (B's lock is gone) is already in the timeline.
+        let _ = b.release(&held_b).await?;
+    }
+    run.finish().await
+}
+
+/// Whether the lock still holds `value` on a majority of the lock nodes
+/// (on the one node, for single-node stages).
+async fn lock_holds(run: &Run, value: &str) -> Result<bool> {
+    let key = &run.factory.config.key;
+    let mut holding = 0;
+    for node in &run.nodes {
+        if node_holds(&node.url(), key, value).await? {
+            holding += 1;
+        }
+    }
+    Ok(holding > run.nodes.len() / 2)
+}
+
+/// Whether `key` on the node at `url` holds `value`: as its string value
+/// (stages 1–5, 7, 8) or as a field of its hash (stage 6).
+async fn node_holds(url: &str, key: &str, value: &str) -> Result<bool> {
+    let mut conn = lockcore::connect(url, "harness").await?;
+    let kind: String = redis::cmd("TYPE").arg(key).query_async(&mut conn).await?;
+    Ok(match kind.as_str() {
+        "string" => {
+            let current: Option<String> = redis::cmd("GET").arg(key).query_async(&mut conn).await?;
+            current.as_deref() == Some(value)
+        }
+        "hash" => {
+            redis::cmd("HEXISTS")
+                .arg(key)
+                .arg(value)
+                .query_async(&mut conn)
+                .await?
+        }
+        _ => false,
+    })
 }

@@ -15,6 +15,7 @@ mod killed_holder;
 mod network_delay;
 mod reentrant;
 pub mod redlock_topology;
+mod replicated;
 mod restart_without_persistence;
 mod run;
 mod slow_business;

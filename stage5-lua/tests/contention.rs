@@ -1,0 +1,13 @@
+//! Under contention, the Lua release takes turns as well as the earlier
+//! stages did.
+
+use harness::observe::Verdict;
+use harness::scenario::run_in_test;
+
+#[tokio::test(flavor = "multi_thread")]
+async fn with_a_lua_release_eight_clients_sell_exactly_ten_items() {
+    let outcome = run_in_test("contention", stage5::STAGE).await;
+    assert_eq!(outcome.verdict, Verdict::ok());
+    assert_eq!(outcome.fact("orders"), 10);
+    assert_eq!(outcome.fact("stock_left"), 0);
+}
