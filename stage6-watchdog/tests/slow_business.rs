@@ -81,7 +81,11 @@ async fn a_business_ten_times_the_watchdog_timeout_keeps_the_lock() {
 #[tokio::test(flavor = "multi_thread")]
 async fn the_slow_business_scenario_keeps_client_b_out_until_client_a_is_done() {
     let outcome = harness::scenario::run_in_test("slow-business", stage6::STAGE).await;
-    assert_eq!(outcome.fact("b_acquired"), 0, "the watchdog must keep client-B out for three TTLs");
+    assert_eq!(
+        outcome.fact("b_acquired"),
+        0,
+        "the watchdog must keep client-B out for three TTLs"
+    );
     assert_eq!(outcome.verdict, Verdict::ok());
     assert_eq!(outcome.fact("orders"), 1);
 }
