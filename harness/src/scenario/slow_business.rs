@@ -17,14 +17,17 @@
 //! 6. B releases.
 //!
 //! Every step waits on a fault-point gate or an acquire's result, never on
-//! a sleep: the only timed part is the lock's own TTL, which the patience
-//! window outlasts three times over.
+//! a sleep. Two margins remain, both wide: the patience window is three
+//! TTLs, so a lock that expires lets B in well within it; and B's key must
+//! still be alive when A's release arrives, which takes B's sale and A's
+//! last write (two business times, 40 ms by default, and a few round trips)
+//! out of a 300 ms TTL.
 //!
-//! Facts: `b_acquired` (the lock expired under A), `a_release_deleted`,
-//! `b_key_survived_a_release` (the lock key still exists after A's release),
-//! `c_acquired` (C got in while B was inside), `a_write_rejected` (the
-//! resource refused A's stale write). Each is 1 or 0; the last three only
-//! when B got in.
+//! Facts, each 1 or 0: `b_acquired` (the lock expired under A); and only
+//! when B got in, `a_write_rejected` (the resource refused A's stale
+//! write), `a_release_deleted`, `b_key_survived_a_release` (the lock key
+//! still exists after A's release) and `c_acquired` (C got in while B was
+//! inside).
 
 use std::future::Future;
 use std::pin::{Pin, pin};
