@@ -73,24 +73,27 @@ impl UuidLock {
     /// Tries once to take the lock. On success, returns the token that was
     /// written under the key: keep it, it is the only way to release.
     pub async fn try_lock(&self) -> Result<Option<String>, LockError> {
-        // A fresh UUID for every acquisition, not one per client: even the
-        // same client must not mistake an old acquisition for a new one.
-        let token = Uuid::new_v4().to_string();
+        let token = new_token();
+        Ok(self.set_if_absent(&token).await?.then_some(token))
+    }
+
+    /// Writes `token` under the key if nobody holds the lock, with the TTL.
+    async fn set_if_absent(&self, token: &str) -> Result<bool, LockError> {
         // Stage 3's atomic SET, with our token instead of "1". The reply is
         // OK when the key was written, nil when someone holds it.
         let reply: Option<String> = redis::cmd("SET")
             .arg(&self.config.key)
-            .arg(&token)
+            .arg(token)
             .arg("NX")
             .arg("PX")
             .arg(self.config.ttl_ms())
             .query_async(&mut self.conn.clone())
             .await?;
         if reply.is_none() {
-            return Ok(None);
+            return Ok(false);
         }
         self.faults.reached(Point::AfterAcquire).await?;
-        Ok(Some(token))
+        Ok(true)
     }
     // ANCHOR_END: try_lock
 
@@ -98,9 +101,12 @@ impl UuidLock {
     /// Takes the lock, retrying every `retry_interval`, for at most `wait`.
     /// `None` when time ran out.
     pub async fn lock(&self, wait: Duration) -> Result<Option<String>, LockError> {
+        // One token for the whole wait: every try asks for the same
+        // acquisition.
+        let token = new_token();
         let deadline = Instant::now() + wait;
         loop {
-            if let Some(token) = self.try_lock().await? {
+            if self.set_if_absent(&token).await? {
                 return Ok(Some(token));
             }
             if Instant::now() + self.config.retry_interval > deadline {
@@ -136,6 +142,16 @@ impl UuidLock {
     }
     // ANCHOR_END: unlock
 }
+
+// ANCHOR: token
+/// A value nobody else will ever write: a random (version 4) UUID.
+fn new_token() -> String {
+    // A fresh UUID for every acquisition: not one per client, so that
+    // even the same client never mistakes an old acquisition for a new
+    // one.
+    Uuid::new_v4().to_string()
+}
+// ANCHOR_END: token
 
 // The harness drives every stage through one contract. This adapter is all
 // stage 4 needs for it; the lesson is above.
