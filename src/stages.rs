@@ -3,7 +3,17 @@
 use lockcore::StageEntry;
 
 /// Stage 0 (no lock, the control) to stage 8.
-pub const STAGES: &[StageEntry] = &[harness::control::STAGE0, stage1::STAGE];
+pub const STAGES: &[StageEntry] = &[
+    harness::control::STAGE0,
+    stage1::STAGE,
+    stage2::STAGE,
+    stage3::STAGE,
+    stage4::STAGE,
+    stage5::STAGE,
+    stage6::STAGE,
+    stage7::STAGE,
+    stage8::STAGE,
+];
 
 /// Finds a stage by `stageN` or `N`.
 pub fn find(name: &str) -> Option<StageEntry> {

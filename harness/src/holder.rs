@@ -125,10 +125,10 @@ impl HolderProcess {
                 .map_while(std::io::Result::ok)
             {
                 // libtest may print "test holder_process ... " before the answer.
-                if let Some(start) = line.find(PREFIX) {
-                    if tx.send(line[start + PREFIX.len()..].to_owned()).is_err() {
-                        break;
-                    }
+                if let Some(start) = line.find(PREFIX)
+                    && tx.send(line[start + PREFIX.len()..].to_owned()).is_err()
+                {
+                    break;
                 }
             }
         });

@@ -1,5 +1,13 @@
 //! The expected matrix, written once: what the articles predict, corrected
-//! where a real run showed otherwise (the book says why).
+//! where a real run showed otherwise (the book's matrix chapter says why):
+//!
+//! - network-delay on one node: redis-rs gives up on a reply after 500 ms,
+//!   so a client whose `SETNX` reply is held longer believes it failed
+//!   although the key was written. Stage 1's key never expires and stage 2
+//!   never sends its `EXPIRE`: both deadlock. Later stages recover at the TTL.
+//! - stage 8 after a restart without persistence: the fencing counter lived
+//!   on the node that restarted empty, so the same token is handed out twice
+//!   and the resource cannot tell the writers apart: oversold.
 //!
 //! One row per stage, one column per scenario, in `harness::SCENARIOS`
 //! order. A cell is `ok`, `n/a`, or the findings that must fire, separated
@@ -26,14 +34,14 @@ pub const COLUMNS: [&str; 11] = [
 const ROWS: [(&str, [&str; 11]); 9] = [
     //          contention  killed-holder crash-before  slow-business                      get-del-race      gc-pause                failover                restart-without-pers.   clock-jump              reentrant   network-delay
     ("stage0", ["OVERSOLD OVERLAP", "ok",         "n/a",        "OVERSOLD OVERLAP",                "n/a",            "OVERSOLD OVERLAP",     "n/a",                  "n/a",                  "n/a",                  "n/a",      "n/a"]),
-    ("stage1", ["ok",       "DEADLOCK",   "DEADLOCK",   "ok",                              "ok",             "ok",                   "OVERSOLD OVERLAP",     "OVERSOLD OVERLAP",     "ok",                   "DEADLOCK", "ok"]),
-    ("stage2", ["ok",       "ok",         "DEADLOCK",   "OVERSOLD OVERLAP FOREIGN-DELETE", "FOREIGN-DELETE", "OVERSOLD OVERLAP",     "OVERSOLD OVERLAP",     "OVERSOLD OVERLAP",     "OVERSOLD OVERLAP",     "DEADLOCK", "OVERLAP"]),
-    ("stage3", ["ok",       "ok",         "ok",         "OVERSOLD OVERLAP FOREIGN-DELETE", "FOREIGN-DELETE", "OVERSOLD OVERLAP",     "OVERSOLD OVERLAP",     "OVERSOLD OVERLAP",     "OVERSOLD OVERLAP",     "DEADLOCK", "OVERLAP"]),
-    ("stage4", ["ok",       "ok",         "ok",         "OVERSOLD OVERLAP",                "FOREIGN-DELETE", "OVERSOLD OVERLAP",     "OVERSOLD OVERLAP",     "OVERSOLD OVERLAP",     "OVERSOLD OVERLAP",     "DEADLOCK", "OVERLAP"]),
-    ("stage5", ["ok",       "ok",         "ok",         "OVERSOLD OVERLAP",                "ok",             "OVERSOLD OVERLAP",     "OVERSOLD OVERLAP",     "OVERSOLD OVERLAP",     "OVERSOLD OVERLAP",     "DEADLOCK", "OVERLAP"]),
-    ("stage6", ["ok",       "ok",         "ok",         "ok",                              "ok",             "OVERSOLD OVERLAP",     "OVERSOLD OVERLAP",     "OVERSOLD OVERLAP",     "OVERSOLD OVERLAP",     "ok",       "OVERLAP"]),
+    ("stage1", ["ok",       "DEADLOCK",   "DEADLOCK",   "ok",                              "ok",             "ok",                   "OVERSOLD OVERLAP",     "OVERSOLD OVERLAP",     "ok",                   "DEADLOCK", "DEADLOCK"]),
+    ("stage2", ["ok",       "ok",         "DEADLOCK",   "OVERSOLD OVERLAP FOREIGN-DELETE", "FOREIGN-DELETE", "OVERSOLD OVERLAP",     "OVERSOLD OVERLAP",     "OVERSOLD OVERLAP",     "OVERSOLD OVERLAP",     "DEADLOCK", "DEADLOCK"]),
+    ("stage3", ["ok",       "ok",         "ok",         "OVERSOLD OVERLAP FOREIGN-DELETE", "FOREIGN-DELETE", "OVERSOLD OVERLAP",     "OVERSOLD OVERLAP",     "OVERSOLD OVERLAP",     "OVERSOLD OVERLAP",     "DEADLOCK", "ok"]),
+    ("stage4", ["ok",       "ok",         "ok",         "OVERSOLD OVERLAP",                "FOREIGN-DELETE", "OVERSOLD OVERLAP",     "OVERSOLD OVERLAP",     "OVERSOLD OVERLAP",     "OVERSOLD OVERLAP",     "DEADLOCK", "ok"]),
+    ("stage5", ["ok",       "ok",         "ok",         "OVERSOLD OVERLAP",                "ok",             "OVERSOLD OVERLAP",     "OVERSOLD OVERLAP",     "OVERSOLD OVERLAP",     "OVERSOLD OVERLAP",     "DEADLOCK", "ok"]),
+    ("stage6", ["ok",       "ok",         "ok",         "ok",                              "ok",             "OVERSOLD OVERLAP",     "OVERSOLD OVERLAP",     "OVERSOLD OVERLAP",     "OVERSOLD OVERLAP",     "ok",       "ok"]),
     ("stage7", ["ok",       "ok",         "ok",         "OVERSOLD OVERLAP",                "ok",             "OVERSOLD OVERLAP",     "n/a",                  "OVERSOLD OVERLAP",     "OVERSOLD OVERLAP",     "DEADLOCK", "REFUSED"]),
-    ("stage8", ["ok",       "ok",         "ok",         "OVERLAP",                         "ok",             "OVERLAP",              "OVERSOLD OVERLAP",     "OVERLAP",              "OVERLAP",              "DEADLOCK", "OVERLAP"]),
+    ("stage8", ["ok",       "ok",         "ok",         "OVERLAP",                         "ok",             "OVERLAP",              "OVERSOLD OVERLAP",     "OVERSOLD OVERLAP",     "OVERLAP",              "DEADLOCK", "ok"]),
 ];
 
 /// What a cell should show.

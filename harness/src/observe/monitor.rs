@@ -106,20 +106,19 @@ impl NodeWatcher {
                     .first()
                     .map(|c| c.to_ascii_uppercase())
                     .unwrap_or_default();
-                if command == "ECHO" {
-                    if let Some(n) = seen.args.get(1).and_then(|m| m.strip_prefix(FLUSH_MARKER)) {
-                        let _ = seen_tx.send(n.trim_start_matches('-').parse().unwrap_or(0));
-                    }
+                if command == "ECHO"
+                    && let Some(n) = seen.args.get(1).and_then(|m| m.strip_prefix(FLUSH_MARKER))
+                {
+                    let _ = seen_tx.send(n.trim_start_matches('-').parse().unwrap_or(0));
                 }
                 if command == "CLIENT"
                     && seen
                         .args
                         .get(1)
                         .is_some_and(|a| a.eq_ignore_ascii_case("SETNAME"))
+                    && let Some(name) = seen.args.get(2)
                 {
-                    if let Some(name) = seen.args.get(2) {
-                        names.insert(seen.source.clone(), name.clone());
-                    }
+                    names.insert(seen.source.clone(), name.clone());
                 }
                 if HIDDEN.contains(&command.as_str()) {
                     continue;
