@@ -145,14 +145,7 @@ impl Client {
     /// Finishes a purchase started with [`Client::read_stock`].
     pub async fn sell(&self, read: i64, held: &Acquired) -> Result<Sale> {
         let sale = self.db.sell(read, held.fencing_token).await?;
-        let text = match sale {
-            Sale::Sold(from) => format!("sold one: stock {from} -> {}", from - 1),
-            Sale::SoldOut => "stock is 0: nothing to sell".to_owned(),
-            Sale::Rejected { token } => {
-                format!("write REJECTED by the resource: token {token} is stale")
-            }
-        };
-        self.ledger.timeline().record(&self.name, text);
+        self.ledger.timeline().record(&self.name, sale.to_string());
         Ok(sale)
     }
 

@@ -203,14 +203,7 @@ impl HolderProcess {
             },
             _ => Sale::SoldOut,
         };
-        let text = match sale {
-            Sale::Sold(from) => format!("sold one: stock {from} -> {}", from - 1),
-            Sale::SoldOut => "stock is 0: nothing to sell".to_owned(),
-            Sale::Rejected { token } => {
-                format!("write REJECTED by the resource: token {token} is stale")
-            }
-        };
-        self.ledger.timeline().record(&self.name, text);
+        self.ledger.timeline().record(&self.name, sale.to_string());
         Ok(sale)
     }
 

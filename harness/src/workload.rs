@@ -48,6 +48,19 @@ pub enum Sale {
     },
 }
 
+impl std::fmt::Display for Sale {
+    /// How the timeline tells it.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Sale::Sold(from) => write!(f, "sold one: stock {from} -> {}", from - 1),
+            Sale::SoldOut => f.write_str("stock is 0: nothing to sell"),
+            Sale::Rejected { token } => {
+                write!(f, "write REJECTED by the resource: token {token} is stale")
+            }
+        }
+    }
+}
+
 /// The database node, as seen by one client.
 #[derive(Clone)]
 pub struct Database {
