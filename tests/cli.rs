@@ -70,3 +70,18 @@ fn list_shows_every_scenario() {
         );
     }
 }
+
+#[test]
+fn with_neither_redis_server_nor_docker_the_error_says_how_to_get_one() {
+    let output = Command::new(env!("CARGO_BIN_EXE_lockstages"))
+        .args(["matrix", "--stage", "stage1"])
+        .env("PATH", "/nonexistent")
+        .env_remove("LOCKSTAGES_BACKEND")
+        .output()
+        .expect("the CLI runs");
+    assert_eq!(output.status.code(), Some(1));
+    let error = String::from_utf8_lossy(&output.stderr);
+    assert!(error.contains("apt-get install redis-server"), "{error}");
+    assert!(error.contains("brew install redis"), "{error}");
+    assert!(error.contains("LOCKSTAGES_BACKEND=docker"), "{error}");
+}

@@ -53,6 +53,10 @@ impl Backend {
                     Ok(Backend::Process)
                 } else if std::env::var(BACKEND_VAR).is_err() && docker_answers() {
                     Ok(Backend::Docker { image })
+                } else if std::env::var(BACKEND_VAR).is_err() {
+                    Err(HarnessError::NoRedis(format!(
+                        "{INSTALL_HINT}\n(no Docker engine answers here either: `docker info` failed)"
+                    )))
                 } else {
                     Err(HarnessError::NoRedis(INSTALL_HINT.to_owned()))
                 }
