@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 use criterion::{Criterion, criterion_group};
 use futures_util::future::join_all;
 use harness::server::{Backend, Node};
-use lockcore::{ClientSetup, DistributedLock, FaultPoints, LockConfig, StageEntry};
+use lockcore::{ClientSetup, DistributedLock, LockConfig, StageEntry};
 
 const STAGES: [StageEntry; 8] = [
     stage1::STAGE,
@@ -62,12 +62,7 @@ async fn client(stage: StageEntry, servers: &Servers, name: String) -> Box<dyn D
         retry_interval: Duration::from_millis(1),
         ..LockConfig::default()
     };
-    let setup = ClientSetup {
-        urls: servers.urls(stage.description.nodes),
-        name,
-        config,
-        faults: FaultPoints::none(),
-    };
+    let setup = ClientSetup::new(servers.urls(stage.description.nodes), &name, config);
     (stage.connect)(setup).await.expect("the client connects")
 }
 

@@ -18,7 +18,9 @@ fn every_include_in_the_book_names_an_existing_file_and_anchor() {
         for include in text.split("{{#include ").skip(1) {
             let target = include.split("}}").next().unwrap_or_default().trim();
             let (file, anchor) = match target.rsplit_once(':') {
-                Some((file, anchor)) if !anchor.chars().all(|c| c.is_ascii_digit()) => (file, Some(anchor)),
+                Some((file, anchor)) if !anchor.chars().all(|c| c.is_ascii_digit()) => {
+                    (file, Some(anchor))
+                }
                 _ => (target, None),
             };
             checked += 1;
@@ -35,6 +37,9 @@ fn every_include_in_the_book_names_an_existing_file_and_anchor() {
             }
         }
     }
-    assert!(checked > 20, "only {checked} includes found: is the book there?");
+    assert!(
+        checked > 20,
+        "only {checked} includes found: is the book there?"
+    );
     assert!(broken.is_empty(), "broken includes:\n{}", broken.join("\n"));
 }

@@ -45,12 +45,14 @@ impl ClientFactory {
             name: name.to_owned(),
             config: self.config.clone(),
             faults: faults.clone(),
+            replies: Some(self.ledger.timeline().reply_log()),
         };
+        let db = Database::connect(&setup, &self.db_url).await?;
         let lock = (self.stage.connect)(setup).await?;
         Ok(Client {
             name: name.to_owned(),
             lock,
-            db: Database::connect(&self.db_url, name).await?,
+            db,
             ledger: self.ledger.clone(),
             faults,
             plan,

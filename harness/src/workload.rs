@@ -8,7 +8,7 @@
 //! The data lives on a "database" node that no fault touches, so what a
 //! scenario breaks is the lock, never the data store.
 
-use lockcore::{Connection, LockError};
+use lockcore::{ClientSetup, Connection, LockError};
 
 use crate::error::Result;
 
@@ -69,11 +69,11 @@ pub struct Database {
 }
 
 impl Database {
-    /// Connects `client` to the database at `url`.
-    pub async fn connect(url: &str, client: &str) -> Result<Self> {
+    /// Connects the client `setup` describes to the database at `url`.
+    pub async fn connect(setup: &ClientSetup, url: &str) -> Result<Self> {
         Ok(Self {
-            conn: lockcore::connect(url, client).await?,
-            client: client.to_owned(),
+            conn: setup.connect(url).await?,
+            client: setup.name.clone(),
         })
     }
 

@@ -1,22 +1,145 @@
-//! Opening a named connection.
+//! Opening a named connection, whose replies a test may watch.
 //!
 //! Every client names itself with `CLIENT SETNAME`, so that `MONITOR`,
 //! `CLIENT LIST` and the harness's timelines say *who* sent a command.
+//! `MONITOR` shows what the server received but not what it answered; a
+//! connection made with a [`ReplyLog`] reports each answer too, so a
+//! timeline can print `SET lock:stock 9a2e… NX PX 300 -> OK`.
+
+use std::sync::Arc;
+
+use redis::aio::{ConnectionLike, MultiplexedConnection};
+use redis::{Cmd, Pipeline, RedisFuture, RedisResult, Value};
 
 use crate::LockError;
 
+/// One answer from Redis, as the client received it.
+#[derive(Debug)]
+pub struct SeenReply<'a> {
+    /// The connection's name.
+    pub client: &'a str,
+    /// The URL it is connected to.
+    pub url: &'a str,
+    /// The command that was answered.
+    pub command: &'a Cmd,
+    /// The answer, or why there was none.
+    pub reply: Result<&'a Value, &'a redis::RedisError>,
+}
+
+/// Called with every answer a connection receives.
+pub type ReplyLog = Arc<dyn Fn(SeenReply<'_>) + Send + Sync>;
+
 /// The connection every stage talks through: one TCP connection that many
-/// tasks may share (redis-rs pipelines their commands over it).
-pub type Connection = redis::aio::MultiplexedConnection;
+/// tasks may share (redis-rs pipelines their commands over it). Clones share
+/// the connection.
+#[derive(Clone)]
+pub struct Connection {
+    inner: MultiplexedConnection,
+    client: Arc<str>,
+    url: Arc<str>,
+    replies: Option<ReplyLog>,
+}
+
+impl std::fmt::Debug for Connection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Connection")
+            .field("client", &self.client)
+            .field("url", &self.url)
+            .finish()
+    }
+}
 
 /// Opens a connection to `url` and names it `name`.
 pub async fn connect(url: &str, name: &str) -> Result<Connection, LockError> {
+    connect_with_log(url, name, None).await
+}
+
+/// Opens a connection to `url`, names it `name`, and reports every answer
+/// it receives to `replies`.
+pub async fn connect_with_log(
+    url: &str,
+    name: &str,
+    replies: Option<ReplyLog>,
+) -> Result<Connection, LockError> {
     let client = redis::Client::open(url)?;
-    let mut conn = client.get_multiplexed_async_connection().await?;
+    let mut inner = client.get_multiplexed_async_connection().await?;
     redis::cmd("CLIENT")
         .arg("SETNAME")
         .arg(name)
-        .query_async::<()>(&mut conn)
+        .query_async::<()>(&mut inner)
         .await?;
-    Ok(conn)
+    Ok(Connection {
+        inner,
+        client: name.into(),
+        url: url.into(),
+        replies,
+    })
+}
+
+impl Connection {
+    fn report(&self, command: &Cmd, reply: Result<&Value, &redis::RedisError>) {
+        if let Some(log) = &self.replies {
+            log(SeenReply {
+                client: &self.client,
+                url: &self.url,
+                command,
+                reply,
+            });
+        }
+    }
+}
+
+impl ConnectionLike for Connection {
+    fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
+        Box::pin(async move {
+            let result = self.inner.req_packed_command(cmd).await;
+            self.report(cmd, result.as_ref());
+            result
+        })
+    }
+
+    fn req_packed_commands<'a>(
+        &'a mut self,
+        pipeline: &'a Pipeline,
+        offset: usize,
+        count: usize,
+    ) -> RedisFuture<'a, Vec<Value>> {
+        Box::pin(async move {
+            let result = self
+                .inner
+                .req_packed_commands(pipeline, offset, count)
+                .await;
+            report_pipeline(self, pipeline, offset, &result);
+            result
+        })
+    }
+
+    fn get_db(&self) -> i64 {
+        self.inner.get_db()
+    }
+}
+
+/// Pairs a plain pipeline's answers with its commands (a transaction's
+/// answers, offset past `MULTI`, are not reported).
+fn report_pipeline(
+    conn: &Connection,
+    pipeline: &Pipeline,
+    offset: usize,
+    result: &RedisResult<Vec<Value>>,
+) {
+    if offset != 0 {
+        return;
+    }
+    match result {
+        Ok(values) => {
+            for (command, value) in pipeline.cmd_iter().zip(values) {
+                conn.report(command, Ok(value));
+            }
+        }
+        Err(e) => {
+            for command in pipeline.cmd_iter() {
+                conn.report(command, Err(e));
+            }
+        }
+    }
 }

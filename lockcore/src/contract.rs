@@ -7,7 +7,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use tokio::sync::watch;
 
-use crate::{FaultPoints, LockConfig, LockError, Point};
+use crate::{Connection, FaultPoints, LockConfig, LockError, Point, ReplyLog};
 
 /// What a stage says about itself, for listings, timelines and the book.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -111,7 +111,7 @@ pub trait DistributedLock: Send + Sync {
 }
 
 /// Everything a stage needs to make one client.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct ClientSetup {
     /// Redis URLs: one, or one per independent master (Redlock).
     pub urls: Vec<String>,
@@ -121,6 +121,38 @@ pub struct ClientSetup {
     pub config: LockConfig,
     /// Where a test may pause or crash this client.
     pub faults: FaultPoints,
+    /// Where a test watches the client's replies (timelines); `None` in
+    /// production.
+    pub replies: Option<ReplyLog>,
+}
+
+impl std::fmt::Debug for ClientSetup {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClientSetup")
+            .field("urls", &self.urls)
+            .field("name", &self.name)
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ClientSetup {
+    /// A client called `name` of the lock on `urls`, with no test hooks.
+    pub fn new(urls: Vec<String>, name: &str, config: LockConfig) -> Self {
+        Self {
+            urls,
+            name: name.to_owned(),
+            config,
+            faults: FaultPoints::none(),
+            replies: None,
+        }
+    }
+
+    /// Opens this client's connection to `url`: named, and watched when a
+    /// test asked to.
+    pub async fn connect(&self, url: &str) -> Result<Connection, LockError> {
+        crate::connect_with_log(url, &self.name, self.replies.clone()).await
+    }
 }
 
 /// The future a stage's `connect` returns.

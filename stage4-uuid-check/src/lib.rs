@@ -61,7 +61,7 @@ impl UuidLock {
             .urls
             .first()
             .ok_or_else(|| LockError::Config("no Redis URL given".into()))?;
-        let conn = lockcore::connect(url, &setup.name).await?;
+        let conn = setup.connect(url).await?;
         Ok(Self {
             conn,
             config: setup.config,

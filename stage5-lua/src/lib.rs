@@ -77,7 +77,7 @@ impl ScriptLock {
             .urls
             .first()
             .ok_or_else(|| LockError::Config("no Redis URL given".into()))?;
-        let conn = lockcore::connect(url, &setup.name).await?;
+        let conn = setup.connect(url).await?;
         // Redis names a script by the SHA1 of its text, so the client can
         // compute the name itself, without asking the server.
         let release_sha = redis::Script::new(RELEASE_SCRIPT).get_hash().to_owned();

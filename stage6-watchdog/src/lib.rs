@@ -227,7 +227,7 @@ impl RLock {
             .urls
             .first()
             .ok_or_else(|| LockError::Config("no Redis URL given".into()))?;
-        let conn = lockcore::connect(url, &setup.name).await?;
+        let conn = setup.connect(url).await?;
         Ok(Self {
             conn,
             client: redis::Client::open(url.as_str())?,

@@ -8,7 +8,7 @@ use harness::holder::Launcher;
 use harness::observe::Finding;
 use harness::scenario::{Run, ScenarioEnv};
 use harness::workload::{Database, Sale};
-use lockcore::{ClientSetup, FaultPoints, LockError};
+use lockcore::{ClientSetup, LockError};
 use stage6::RLock;
 
 #[tokio::test(flavor = "multi_thread")]
@@ -18,13 +18,15 @@ async fn a_lease_shorter_than_the_business_is_not_renewed() {
     let run = Run::start(stage6::STAGE, env, 1).await.unwrap();
     let ledger = run.factory.ledger.clone();
     let setup = ClientSetup {
-        urls: run.factory.lock_urls.clone(),
-        name: "client-A".to_owned(),
-        config: run.factory.config.clone(),
-        faults: FaultPoints::none(),
+        replies: Some(ledger.timeline().reply_log()),
+        ..ClientSetup::new(
+            run.factory.lock_urls.clone(),
+            "client-A",
+            run.factory.config.clone(),
+        )
     };
+    let leased_db = Database::connect(&setup, &run.db.url()).await.unwrap();
     let leased = RLock::connect(setup).await.unwrap();
-    let leased_db = Database::connect(&run.db.url(), "client-A").await.unwrap();
     let next = run.client("client-B").await.unwrap();
 
     let lease = timing.ttl;

@@ -7,7 +7,7 @@ use std::time::Duration;
 use harness::observe::Verdict;
 use harness::scenario::run_in_test;
 use harness::server::{Backend, Node};
-use lockcore::{ClientSetup, FaultPoints, LockConfig, LockError, Release};
+use lockcore::{ClientSetup, LockConfig, LockError, Release};
 use stage6::RLock;
 
 const WATCHDOG: Duration = Duration::from_millis(300);
@@ -20,12 +20,7 @@ async fn lock_node() -> Node {
 }
 
 async fn client(node: &Node, name: &str) -> RLock {
-    let setup = ClientSetup {
-        urls: vec![node.url()],
-        name: name.to_owned(),
-        config: LockConfig::with_ttl(WATCHDOG),
-        faults: FaultPoints::none(),
-    };
+    let setup = ClientSetup::new(vec![node.url()], name, LockConfig::with_ttl(WATCHDOG));
     RLock::connect(setup)
         .await
         .unwrap_or_else(|e| panic!("{e}"))

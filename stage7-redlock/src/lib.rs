@@ -113,15 +113,16 @@ pub fn validity(config: &LockConfig, elapsed: Duration) -> Option<Duration> {
 /// that comes back is used again.
 struct Master {
     url: String,
-    client_name: String,
+    /// How this client connects (its name, and a test's reply log).
+    setup: ClientSetup,
     conn: Mutex<Option<Connection>>,
 }
 
 impl Master {
-    fn new(url: &str, client_name: &str) -> Self {
+    fn new(url: &str, setup: &ClientSetup) -> Self {
         Self {
             url: url.to_owned(),
-            client_name: client_name.to_owned(),
+            setup: setup.clone(),
             conn: Mutex::new(None),
         }
     }
@@ -158,7 +159,7 @@ impl Master {
         if let Some(conn) = slot.as_ref() {
             return Ok(conn.clone());
         }
-        let conn = lockcore::connect(&self.url, &self.client_name).await?;
+        let conn = self.setup.connect(&self.url).await?;
         *slot = Some(conn.clone());
         Ok(conn)
     }
@@ -193,7 +194,7 @@ impl Redlock {
         let masters: Vec<Master> = setup
             .urls
             .iter()
-            .map(|url| Master::new(url, &setup.name))
+            .map(|url| Master::new(url, &setup))
             .collect();
         let within = node_timeout(setup.config.ttl);
         join_all(masters.iter().map(|m| timeout(within, m.connection()))).await;

@@ -49,6 +49,7 @@ pub struct NodeWatcher {
 impl NodeWatcher {
     /// Starts watching the node at `url` (reachable at `addr`), labelled `node`.
     pub async fn start(url: &str, node: &str, timeline: &Timeline) -> Result<Self> {
+        timeline.name_node(url, node);
         let client = redis::Client::open(url)?;
         let addr = client.get_connection_info().addr().to_string();
         let addr = addr.trim_start_matches("redis://").to_owned();

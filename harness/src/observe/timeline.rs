@@ -5,12 +5,21 @@
 //! printed relative to the start:
 //!
 //! ```text
-//! T+305ms  client-B  [lock] SET lock:stock 9a2e… NX PX 300
+//! T+305ms  client-B  [lock] SET lock:stock 9a2e… NX PX 300 -> OK
 //! ```
+//!
+//! The answer after `->` is what the client received: `MONITOR` shows what
+//! a server was sent, not what it said back, so clients made by the harness
+//! report their replies (a [`ReplyLog`]) and each is paired with its
+//! command when the timeline is printed.
 
+use std::collections::{HashMap, VecDeque};
 use std::fmt::Write as _;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
+
+use lockcore::{ReplyLog, SeenReply};
+use redis::Value;
 
 /// Who did it, where, and what.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -25,11 +34,25 @@ pub struct Event {
     pub text: String,
 }
 
+/// A reply a client received, waiting to be paired with its command.
+#[derive(Debug, Clone)]
+struct Reply {
+    at: SystemTime,
+    client: String,
+    url: String,
+    command: String,
+    text: String,
+}
+
 /// A shared, append-only log of events. Clones share it.
 #[derive(Debug, Clone)]
 pub struct Timeline {
     start: SystemTime,
     events: Arc<Mutex<Vec<Event>>>,
+    replies: Arc<Mutex<Vec<Reply>>>,
+    /// Node label of every URL clients connect to (a node, or a proxy
+    /// in front of one).
+    nodes: Arc<Mutex<HashMap<String, String>>>,
 }
 
 impl Default for Timeline {
@@ -44,7 +67,40 @@ impl Timeline {
         Self {
             start: SystemTime::now(),
             events: Arc::default(),
+            replies: Arc::default(),
+            nodes: Arc::default(),
         }
+    }
+
+    /// Says that clients connecting to `url` talk to the node `label`.
+    pub fn name_node(&self, url: &str, label: &str) {
+        lock(&self.nodes).insert(url.to_owned(), label.to_owned());
+    }
+
+    /// A reply log for clients' connections: what they are answered ends
+    /// up after `->` on their command's line.
+    pub fn reply_log(&self) -> ReplyLog {
+        let replies = self.replies.clone();
+        Arc::new(move |seen: SeenReply<'_>| {
+            let command = seen
+                .command
+                .args_iter()
+                .next()
+                .map(|arg| match arg {
+                    redis::Arg::Simple(bytes) => {
+                        String::from_utf8_lossy(bytes).to_ascii_uppercase()
+                    }
+                    _ => String::new(),
+                })
+                .unwrap_or_default();
+            lock(&replies).push(Reply {
+                at: SystemTime::now(),
+                client: seen.client.to_owned(),
+                url: seen.url.to_owned(),
+                command,
+                text: render_reply(seen.reply),
+            });
+        })
     }
 
     /// Records something the harness did or saw, now.
@@ -68,11 +124,68 @@ impl Timeline {
         });
     }
 
-    /// Every event so far, in time order.
+    /// Every event so far, in time order, commands with their replies.
     pub fn events(&self) -> Vec<Event> {
-        let mut events = self.lock().clone();
+        let mut events = lock(&self.events).clone();
         events.sort_by_key(|e| e.at);
+        self.pair_replies(&mut events);
         events
+    }
+
+    /// Appends `-> reply` to each command line that has one. Replies of one
+    /// client from one node come in the order its commands ran there; a
+    /// reply belongs to a command if it names the same command and arrived
+    /// before that client's next command on that node (a request abandoned
+    /// after a timeout has no reply, and must not take the next one's).
+    fn pair_replies(&self, events: &mut [Event]) {
+        let nodes = lock(&self.nodes).clone();
+        let mut queues: HashMap<(String, String), VecDeque<Reply>> = HashMap::new();
+        let mut replies = lock(&self.replies).clone();
+        replies.sort_by_key(|r| r.at);
+        for reply in replies {
+            if let Some(node) = nodes.get(&reply.url) {
+                queues
+                    .entry((reply.client.clone(), node.clone()))
+                    .or_default()
+                    .push_back(reply);
+            }
+        }
+        let is_command =
+            |e: &Event| e.node.is_some() && e.actor != "redis" && !e.text.starts_with(' ');
+        for i in 0..events.len() {
+            if !is_command(&events[i]) {
+                continue;
+            }
+            let key = (
+                events[i].actor.clone(),
+                events[i].node.clone().unwrap_or_default(),
+            );
+            let Some(queue) = queues.get_mut(&key) else {
+                continue;
+            };
+            let next_at = events[i + 1..]
+                .iter()
+                .find(|e| {
+                    is_command(e) && e.actor == key.0 && e.node.as_deref() == Some(key.1.as_str())
+                })
+                .map(|e| e.at);
+            // Replies received before this command ran answered something else.
+            while queue.front().is_some_and(|r| r.at < events[i].at) {
+                queue.pop_front();
+            }
+            let command = events[i]
+                .text
+                .split(' ')
+                .next()
+                .unwrap_or_default()
+                .to_ascii_uppercase();
+            let fits = queue
+                .front()
+                .is_some_and(|r| r.command == command && next_at.is_none_or(|next| r.at <= next));
+            if fits && let Some(reply) = queue.pop_front() {
+                events[i].text = format!("{} -> {}", events[i].text, reply.text);
+            }
+        }
     }
 
     /// Time since the start.
@@ -116,8 +229,47 @@ impl Timeline {
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Event>> {
-        self.events
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+        lock(&self.events)
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// An answer as a timeline prints it: short, on one line.
+fn render_reply(reply: Result<&Value, &redis::RedisError>) -> String {
+    match reply {
+        Ok(value) => render_value(value),
+        Err(e) if e.is_timeout() => "(no answer in time)".to_owned(),
+        Err(e) => e
+            .code()
+            .map_or_else(|| format!("error: {e}"), |code| format!("(error) {code}")),
+    }
+}
+
+fn render_value(value: &Value) -> String {
+    let text = match value {
+        Value::Nil => "nil".to_owned(),
+        Value::Okay => "OK".to_owned(),
+        Value::Int(n) => n.to_string(),
+        Value::SimpleString(s) => s.clone(),
+        Value::BulkString(bytes) => String::from_utf8_lossy(bytes).into_owned(),
+        Value::Array(items) => format!(
+            "[{}]",
+            items
+                .iter()
+                .map(render_value)
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        other => format!("{other:?}"),
+    };
+    if text.chars().count() > 16 {
+        format!("{}…", text.chars().take(8).collect::<String>())
+    } else {
+        text
     }
 }

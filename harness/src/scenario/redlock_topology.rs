@@ -61,7 +61,10 @@ impl Run {
     pub async fn put_proxies(&mut self) -> Result<Proxies> {
         let mut proxies = Vec::with_capacity(self.nodes.len());
         for node in &self.nodes {
-            proxies.push(Proxy::start(address(node), node.label(), self.timeline()).await?);
+            let proxy = Proxy::start(address(node), node.label(), self.timeline()).await?;
+            // Clients talk to the proxy; their replies belong to the node.
+            self.timeline().name_node(&proxy.url(), node.label());
+            proxies.push(proxy);
         }
         let count = self.factory.lock_urls.len();
         self.factory.lock_urls = proxies.iter().take(count).map(Proxy::url).collect();

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use lockcore::{Acquired, LockConfig, StageEntry};
+use lockcore::{Acquired, ClientSetup, LockConfig, StageEntry};
 
 use super::{Outcome, ScenarioEnv};
 use crate::client::{Client, ClientFactory};
@@ -67,7 +67,11 @@ impl Run {
             let watcher = NodeWatcher::start(&node.url(), node.label(), &timeline).await?;
             watchers.push(Some(watcher));
         }
-        let harness_db = Database::connect(&db.url(), "harness").await?;
+        let harness_db = Database::connect(
+            &ClientSetup::new(vec![], "harness", LockConfig::default()),
+            &db.url(),
+        )
+        .await?;
         harness_db.reset(stock).await?;
         let config = LockConfig {
             watchdog_timeout: env.timing.ttl,
