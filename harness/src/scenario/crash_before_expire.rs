@@ -13,7 +13,6 @@ pub(super) fn not_applicable(stage: &Description) -> Option<&'static str> {
 
 pub(super) async fn run(stage: StageEntry, env: ScenarioEnv) -> Result<Outcome> {
     let mut run = Run::start(stage, env, 1).await?;
-    let timing = run.env.timing;
     let doomed = run.client("client-A").await?;
     // Whichever the stage reaches first: stages 1–2 stop at AfterSetnx.
     doomed.faults().crash_at(Point::AfterSetnx);
@@ -33,9 +32,6 @@ pub(super) async fn run(stage: StageEntry, env: ScenarioEnv) -> Result<Outcome> 
     run.facts.insert("pttl_after_death", pttl);
 
     let survivor = run.client("client-B").await?;
-    if let Some(held) = run.probe_for_deadlock(&survivor).await? {
-        survivor.buy_one(&held, timing.business).await?;
-        survivor.release(&held).await??;
-    }
+    run.survivor_buys(&survivor).await?;
     run.finish().await
 }

@@ -20,7 +20,6 @@ use lockcore::{Description, LockError, StageEntry};
 
 use super::{Outcome, Run, ScenarioEnv};
 use crate::error::{HarnessError, Result};
-use crate::holder::HolderProcess;
 
 pub(super) fn not_applicable(_stage: &Description) -> Option<&'static str> {
     None
@@ -29,12 +28,7 @@ pub(super) fn not_applicable(_stage: &Description) -> Option<&'static str> {
 pub(super) async fn run(stage: StageEntry, env: ScenarioEnv) -> Result<Outcome> {
     let mut run = Run::start(stage, env, 1).await?;
     let timing = run.env.timing;
-    let mut holder = HolderProcess::spawn(&run.env.launcher, &run.factory, "client-A")?;
-    if !holder.acquire(timing.patience()).await? {
-        return Err(HarnessError::Holder(
-            "client-A could not take a free lock".into(),
-        ));
-    }
+    let mut holder = run.holder_holding_the_lock("client-A").await?;
     let read = holder.read_stock().await?;
     // The holder works for one TTL before the pause strikes: long enough for
     // a watchdog to renew its lock three times. A stage without a watchdog

@@ -5,18 +5,11 @@
 use lockcore::StageEntry;
 
 use super::{Outcome, Run, ScenarioEnv};
-use crate::error::{HarnessError, Result};
-use crate::holder::HolderProcess;
+use crate::error::Result;
 
 pub(super) async fn run(stage: StageEntry, env: ScenarioEnv) -> Result<Outcome> {
     let mut run = Run::start(stage, env, 1).await?;
-    let timing = run.env.timing;
-    let mut holder = HolderProcess::spawn(&run.env.launcher, &run.factory, "client-A")?;
-    if !holder.acquire(timing.patience()).await? {
-        return Err(HarnessError::Holder(
-            "client-A could not take a free lock".into(),
-        ));
-    }
+    let mut holder = run.holder_holding_the_lock("client-A").await?;
     holder.read_stock().await?;
     holder.kill()?;
     let pttl = run.lock_pttl().await?;
@@ -26,9 +19,6 @@ pub(super) async fn run(stage: StageEntry, env: ScenarioEnv) -> Result<Outcome> 
     run.facts.insert("pttl_after_death", pttl);
 
     let survivor = run.client("client-B").await?;
-    if let Some(held) = run.probe_for_deadlock(&survivor).await? {
-        survivor.buy_one(&held, timing.business).await?;
-        survivor.release(&held).await??;
-    }
+    run.survivor_buys(&survivor).await?;
     run.finish().await
 }

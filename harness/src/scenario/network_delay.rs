@@ -119,10 +119,7 @@ async fn on_one_node(stage: StageEntry, env: ScenarioEnv) -> Result<Outcome> {
             ));
         }
         run.narrate("client-A's lock command ran on the node; its reply is on its way, slowly");
-        if let Some(held) = run.probe_for_deadlock(&other).await? {
-            other.buy_one(&held, timing.business).await?;
-            other.release(&held).await??;
-        }
+        run.survivor_buys(&other).await?;
         Ok(())
     };
     let (asked, contended) = tokio::join!(ask, contend);

@@ -84,6 +84,31 @@ impl Run {
         self.env.timing.ttl / 5
     }
 
+    /// Right after a fault, client `name` tries for the
+    /// [contender window](Run::contender_window); if it gets the lock it buys
+    /// one item and gives the lock back. `true` if it got in, which means
+    /// the fault handed the lock to a second holder.
+    pub async fn contend_while_held(&mut self, name: &str) -> Result<bool> {
+        let contender = self.client(name).await?;
+        let window = self.contender_window();
+        self.narrate(format!(
+            "{name} tries for {}ms, while client-A's lock should still be good",
+            window.as_millis()
+        ));
+        let taken = contender.acquire(window).await?;
+        self.facts
+            .insert("contender_acquired", i64::from(taken.is_some()));
+        let Some(theirs) = taken else {
+            self.narrate(format!(
+                "{name} could not take the lock: client-A's still stands"
+            ));
+            return Ok(false);
+        };
+        contender.buy_one(&theirs, self.env.timing.business).await?;
+        contender.release(&theirs).await??;
+        Ok(true)
+    }
+
     /// Lets `client` take the lock. On Redlock, the nodes past a bare
     /// majority are cut off from it first, so it holds exactly N/2+1 of them
     /// (`node1`…`node3` of five); on one node it simply takes the lock.

@@ -66,22 +66,7 @@ pub async fn run_with_restart_delay(
         ));
     }
 
-    let contender = run.client("client-B").await?;
-    let window = run.contender_window();
-    run.narrate(format!(
-        "client-B tries for {}ms, while client-A's lock should still be good",
-        window.as_millis()
-    ));
-    let taken = contender.acquire(window).await?;
-    run.facts
-        .insert("contender_acquired", i64::from(taken.is_some()));
-    match &taken {
-        Some(theirs) => {
-            contender.buy_one(theirs, timing.business).await?;
-            contender.release(theirs).await??;
-        }
-        None => run.narrate("client-B could not take the lock: client-A's still stands"),
-    }
+    run.contend_while_held("client-B").await?;
 
     // A finishes its purchase, sure that it still holds the lock.
     holder.sell(read, &held).await?;

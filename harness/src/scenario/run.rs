@@ -7,7 +7,8 @@ use lockcore::{Acquired, ClientSetup, LockConfig, StageEntry};
 
 use super::{Outcome, ScenarioEnv};
 use crate::client::{Client, ClientFactory};
-use crate::error::Result;
+use crate::error::{HarnessError, Result};
+use crate::holder::HolderProcess;
 use crate::observe::{Finding, Ledger, NodeWatcher, Timeline, Verdict};
 use crate::server::Node;
 use crate::workload::Database;
@@ -173,6 +174,30 @@ impl Run {
             self.verdict.insert(Finding::Deadlock);
         }
         Ok(held)
+    }
+
+    /// The survivor's story after a holder died: it tries for the whole
+    /// patience window (never getting in is a DEADLOCK) and, if it gets the
+    /// lock, buys one item and gives the lock back. `true` if it got in.
+    pub async fn survivor_buys(&mut self, survivor: &Client) -> Result<bool> {
+        let Some(held) = self.probe_for_deadlock(survivor).await? else {
+            return Ok(false);
+        };
+        survivor.buy_one(&held, self.env.timing.business).await?;
+        survivor.release(&held).await??;
+        Ok(true)
+    }
+
+    /// Starts a holder process called `name` that takes the (free) lock.
+    pub async fn holder_holding_the_lock(&self, name: &str) -> Result<HolderProcess> {
+        let mut holder = HolderProcess::spawn(&self.env.launcher, &self.factory, name)?;
+        if holder.acquire(self.env.timing.patience()).await? {
+            Ok(holder)
+        } else {
+            Err(HarnessError::Holder(format!(
+                "{name} could not take a free lock"
+            )))
+        }
     }
 
     /// Reckons up: waits for every node's `MONITOR` to catch up, then adds
