@@ -82,19 +82,19 @@ pub const SCENARIOS: &[Scenario] = &[
     },
     Scenario {
         name: "slow-business",
-        title: "the holder's business outlasts the TTL three times over",
+        title: "the holder keeps working while a rival waits up to three TTLs for the lock",
         not_applicable: slow_business::not_applicable,
         run: |stage, env| Box::pin(slow_business::run(stage, env)),
     },
     Scenario {
         name: "get-del-race",
-        title: "the lock expires between the holder's GET and its DEL",
+        title: "the holder's release stalls (between GET and DEL where there is one) while the lock expires",
         not_applicable: get_del_race::not_applicable,
         run: |stage, env| Box::pin(get_del_race::run(stage, env)),
     },
     Scenario {
         name: "gc-pause",
-        title: "the holder process is frozen (SIGSTOP) for three TTLs, then thawed",
+        title: "the holder process is frozen (SIGSTOP) while a rival waits up to three TTLs, then thawed",
         not_applicable: gc_pause::not_applicable,
         run: |stage, env| Box::pin(gc_pause::run(stage, env)),
     },
