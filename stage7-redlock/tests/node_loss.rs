@@ -1,7 +1,5 @@
 //! Redlock survives the loss of any minority of its masters, and refuses
-//! cleanly, and quickly, when a majority is gone.
-
-use std::time::Instant;
+//! cleanly when a majority is gone.
 
 use harness::holder::Launcher;
 use harness::observe::Verdict;
@@ -42,22 +40,17 @@ async fn with_two_of_five_masters_killed_three_clients_take_turns_and_sell_exact
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn with_three_of_five_masters_killed_the_lock_is_refused_at_once_and_nothing_is_left_behind()
-{
+async fn with_three_of_five_masters_killed_the_lock_is_refused_and_nothing_is_left_behind() {
     let mut run = start(1).await;
     for node in 0..3 {
         run.kill_node(node).await.unwrap();
     }
     let client = run.client("client-A").await.unwrap();
-    let started = Instant::now();
     let answer = client
         .try_acquire()
         .await
         .expect("a refusal is an answer, not an error");
-    let took = started.elapsed();
     assert!(answer.is_none(), "two masters of five granted a lock");
-    // Dead masters refuse connections at once: they cost no timeout.
-    assert!(took < run.env.timing.ttl, "the refusal took {took:?}");
     // The two live masters did write the key; the failed attempt deleted it.
     assert_eq!(run.nodes_holding_lock().await.unwrap(), 0);
     // Waiting does not help, and does not hang either.
