@@ -265,6 +265,7 @@ fn render_value(value: &Value) -> String {
                 .collect::<Vec<_>>()
                 .join(", ")
         ),
+        Value::ServerError(error) => return format!("(error) {}", error.code()),
         other => format!("{other:?}"),
     };
     if text.chars().count() > 16 {

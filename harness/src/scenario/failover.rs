@@ -85,6 +85,9 @@ pub(super) async fn run(stage: StageEntry, env: ScenarioEnv) -> Result<Outcome> 
     let held_b = b.acquire(timing.patience()).await?;
     run.facts.insert("b_acquired", i64::from(held_b.is_some()));
     if let Some(held_b) = &held_b {
+        run.narrate(
+            "TWO HOLDERS: client-A (granted by the dead master) and client-B (by the new one)",
+        );
         b.buy_one(held_b, timing.business).await?;
     }
 

@@ -104,6 +104,9 @@ impl Run {
             ));
             return Ok(false);
         };
+        self.narrate(format!(
+            "TWO HOLDERS: client-A still believes it holds the lock, and {name} got it too"
+        ));
         contender.buy_one(&theirs, self.env.timing.business).await?;
         contender.release(&theirs).await??;
         Ok(true)
