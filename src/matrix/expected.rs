@@ -84,6 +84,37 @@ mod tests {
         assert_eq!(names, COLUMNS);
     }
 
+    /// The book shows a table from a real run (`matrix --out
+    /// book/src/generated`); it must say what the expected matrix says, so a
+    /// change to the expectations without a new run for the book fails here.
+    #[test]
+    fn the_books_matrix_is_the_expected_matrix() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/book/src/generated/matrix.md");
+        let book = std::fs::read_to_string(path).expect("the book's matrix exists");
+        let header: Vec<&str> = book
+            .lines()
+            .next()
+            .unwrap_or_default()
+            .split('|')
+            .map(str::trim)
+            .collect();
+        assert_eq!(header[2..2 + COLUMNS.len()], COLUMNS, "the book's columns");
+        let mut rows = 0;
+        for line in book.lines().skip(2).filter(|l| l.starts_with("| stage")) {
+            let cells: Vec<&str> = line.split('|').map(str::trim).collect();
+            let stage = cells[1];
+            for (column, cell) in COLUMNS.iter().zip(&cells[2..]) {
+                assert_eq!(
+                    Some(parse(cell)),
+                    expected(stage, column),
+                    "the book says {stage} x {column} is `{cell}`"
+                );
+            }
+            rows += 1;
+        }
+        assert_eq!(rows, ROWS.len(), "one row per stage in the book");
+    }
+
     #[test]
     fn every_cell_parses_to_known_findings() {
         for (stage, cells) in ROWS {
