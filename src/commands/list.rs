@@ -10,10 +10,12 @@ pub fn print() {
     for stage in STAGES {
         let d = stage.description;
         println!("  {:<7} {}", d.name, d.title);
-        println!(
-            "          take: {}   give back: {}",
-            d.acquire_commands, d.release_commands
-        );
+        println!("          take:      {}", d.acquire_commands);
+        println!("          give back: {}", d.release_commands);
+        if !d.fault_points.is_empty() {
+            let points: Vec<&str> = d.fault_points.iter().map(|p| p.name()).collect();
+            println!("          fault points: {}", points.join(", "));
+        }
     }
     println!("\nScenarios:");
     for scenario in SCENARIOS {
