@@ -26,6 +26,13 @@ use crate::error::{HarnessError, Result};
 pub const OWNER_LABEL: &str = "lockstages.owner";
 
 const READY_WITHIN: Duration = Duration::from_secs(20);
+const PORT_ATTEMPTS: usize = 20;
+
+/// Why a launch failed: a port to try again with, or for good.
+enum Launch {
+    PortTaken,
+    Failed(HarnessError),
+}
 
 /// Whether a Docker engine answers here.
 pub fn docker_answers() -> bool {
@@ -58,18 +65,29 @@ impl RedisContainer {
             extra_args: extra_args.iter().map(|s| (*s).to_owned()).collect(),
             id: None,
         };
-        container.launch().await?;
-        Ok(container)
+        // Another process may take the free port before the container
+        // binds it; the server then exits at once, and we try another port.
+        for _ in 0..PORT_ATTEMPTS {
+            match container.launch().await {
+                Err(Launch::PortTaken) => {
+                    container.port = TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
+                }
+                Err(Launch::Failed(e)) => return Err(e),
+                Ok(()) => return Ok(container),
+            }
+        }
+        Err(HarnessError::ServerStart(format!(
+            "no free port after {PORT_ATTEMPTS} attempts"
+        )))
     }
 
-    async fn launch(&mut self) -> Result<()> {
+    async fn launch(&mut self) -> std::result::Result<(), Launch> {
         let owner = format!("{OWNER_LABEL}={}", std::process::id());
         let port = self.port.to_string();
         let output = Command::new("docker")
             .args([
                 "run",
                 "-d",
-                "--rm",
                 "--network",
                 "host",
                 "--label",
@@ -94,28 +112,70 @@ impl RedisContainer {
             ])
             .args(&self.extra_args)
             .output()
-            .map_err(|e| HarnessError::NoRedis(format!("cannot run docker: {e}")))?;
+            .map_err(|e| {
+                Launch::Failed(HarnessError::NoRedis(format!("cannot run docker: {e}")))
+            })?;
         if !output.status.success() {
-            return Err(HarnessError::ServerStart(format!(
+            return Err(Launch::Failed(HarnessError::ServerStart(format!(
                 "docker run {} failed: {}\n(no registry here? build a local image with docker/build-local-image.sh \
                  and set LOCKSTAGES_REDIS_IMAGE)",
                 self.image,
                 String::from_utf8_lossy(&output.stderr).trim()
-            )));
+            ))));
         }
         self.id = Some(String::from_utf8_lossy(&output.stdout).trim().to_owned());
         let deadline = Instant::now() + READY_WITHIN;
+        let mut tries = 0u32;
         while !ping(self.port).await {
+            tries += 1;
+            // Now and then, see whether the server gave up (a taken port).
+            if tries.is_multiple_of(20) && !self.running() {
+                let log = self.logs();
+                self.remove();
+                return Err(if log.contains("Address already in use") {
+                    Launch::PortTaken
+                } else {
+                    Launch::Failed(HarnessError::ServerStart(format!(
+                        "the container of {} exited; its log ends with:\n{log}",
+                        self.image
+                    )))
+                });
+            }
             if Instant::now() > deadline {
                 self.remove();
-                return Err(HarnessError::ServerStart(format!(
+                return Err(Launch::Failed(HarnessError::ServerStart(format!(
                     "container of {} gave no PONG on port {} within {READY_WITHIN:?}",
                     self.image, self.port
-                )));
+                ))));
             }
             sleep(Duration::from_millis(10)).await;
         }
         Ok(())
+    }
+
+    fn running(&self) -> bool {
+        let Some(id) = &self.id else { return false };
+        Command::new("docker")
+            .args(["inspect", "--format", "{{.State.Running}}", id])
+            .output()
+            .is_ok_and(|out| String::from_utf8_lossy(&out.stdout).trim() == "true")
+    }
+
+    fn logs(&self) -> String {
+        let Some(id) = &self.id else {
+            return String::new();
+        };
+        Command::new("docker")
+            .args(["logs", "--tail", "10", id])
+            .output()
+            .map(|out| {
+                format!(
+                    "{}{}",
+                    String::from_utf8_lossy(&out.stdout),
+                    String::from_utf8_lossy(&out.stderr)
+                )
+            })
+            .unwrap_or_default()
     }
 
     /// The loopback port.
@@ -142,7 +202,14 @@ impl RedisContainer {
     /// A new, empty container at the same address.
     pub async fn restart(&mut self) -> Result<()> {
         self.remove();
-        self.launch().await
+        match self.launch().await {
+            Ok(()) => Ok(()),
+            Err(Launch::PortTaken) => Err(HarnessError::ServerStart(format!(
+                "port {} was taken while the container was down",
+                self.port
+            ))),
+            Err(Launch::Failed(e)) => Err(e),
+        }
     }
 
     fn docker(&self, verb: &str) -> Result<()> {
