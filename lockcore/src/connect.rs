@@ -7,6 +7,7 @@
 //! timeline can print `SET lock:stock 9a2e… NX PX 300 -> OK`.
 
 use std::sync::Arc;
+use std::time::SystemTime;
 
 use redis::aio::{ConnectionLike, MultiplexedConnection};
 use redis::{Cmd, Pipeline, RedisFuture, RedisResult, Value};
@@ -22,6 +23,8 @@ pub struct SeenReply<'a> {
     pub url: &'a str,
     /// The command that was answered.
     pub command: &'a Cmd,
+    /// When the command was sent (the server ran it after this).
+    pub sent: SystemTime,
     /// The answer, or why there was none.
     pub reply: Result<&'a Value, &'a redis::RedisError>,
 }
@@ -77,12 +80,13 @@ pub async fn connect_with_log(
 }
 
 impl Connection {
-    fn report(&self, command: &Cmd, reply: Result<&Value, &redis::RedisError>) {
+    fn report(&self, command: &Cmd, sent: SystemTime, reply: Result<&Value, &redis::RedisError>) {
         if let Some(log) = &self.replies {
             log(SeenReply {
                 client: &self.client,
                 url: &self.url,
                 command,
+                sent,
                 reply,
             });
         }
@@ -92,8 +96,9 @@ impl Connection {
 impl ConnectionLike for Connection {
     fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
         Box::pin(async move {
+            let sent = SystemTime::now();
             let result = self.inner.req_packed_command(cmd).await;
-            self.report(cmd, result.as_ref());
+            self.report(cmd, sent, result.as_ref());
             result
         })
     }
@@ -105,11 +110,12 @@ impl ConnectionLike for Connection {
         count: usize,
     ) -> RedisFuture<'a, Vec<Value>> {
         Box::pin(async move {
+            let sent = SystemTime::now();
             let result = self
                 .inner
                 .req_packed_commands(pipeline, offset, count)
                 .await;
-            report_pipeline(self, pipeline, offset, &result);
+            report_pipeline(self, pipeline, offset, sent, &result);
             result
         })
     }
@@ -125,6 +131,7 @@ fn report_pipeline(
     conn: &Connection,
     pipeline: &Pipeline,
     offset: usize,
+    sent: SystemTime,
     result: &RedisResult<Vec<Value>>,
 ) {
     if offset != 0 {
@@ -133,12 +140,12 @@ fn report_pipeline(
     match result {
         Ok(values) => {
             for (command, value) in pipeline.cmd_iter().zip(values) {
-                conn.report(command, Ok(value));
+                conn.report(command, sent, Ok(value));
             }
         }
         Err(e) => {
             for command in pipeline.cmd_iter() {
-                conn.report(command, Err(e));
+                conn.report(command, sent, Err(e));
             }
         }
     }

@@ -37,6 +37,7 @@ pub struct Event {
 /// A reply a client received, waiting to be paired with its command.
 #[derive(Debug, Clone)]
 struct Reply {
+    sent: SystemTime,
     at: SystemTime,
     client: String,
     url: String,
@@ -94,6 +95,7 @@ impl Timeline {
                 })
                 .unwrap_or_default();
             lock(&replies).push(Reply {
+                sent: seen.sent,
                 at: SystemTime::now(),
                 client: seen.client.to_owned(),
                 url: seen.url.to_owned(),
@@ -133,10 +135,10 @@ impl Timeline {
     }
 
     /// Appends `-> reply` to each command line that has one. Replies of one
-    /// client from one node come in the order its commands ran there; a
-    /// reply belongs to a command if it names the same command and arrived
-    /// before that client's next command on that node (a request abandoned
-    /// after a timeout has no reply, and must not take the next one's).
+    /// client from one node come in the order its commands ran there, and a
+    /// command ran after its request was sent and before its reply came
+    /// back; a request abandoned after a timeout has no reply, and the next
+    /// reply, sent later, cannot be mistaken for its.
     fn pair_replies(&self, events: &mut [Event]) {
         let nodes = lock(&self.nodes).clone();
         let mut queues: HashMap<(String, String), VecDeque<Reply>> = HashMap::new();
@@ -163,12 +165,6 @@ impl Timeline {
             let Some(queue) = queues.get_mut(&key) else {
                 continue;
             };
-            let next_at = events[i + 1..]
-                .iter()
-                .find(|e| {
-                    is_command(e) && e.actor == key.0 && e.node.as_deref() == Some(key.1.as_str())
-                })
-                .map(|e| e.at);
             // Replies received before this command ran answered something else.
             while queue.front().is_some_and(|r| r.at < events[i].at) {
                 queue.pop_front();
@@ -179,9 +175,10 @@ impl Timeline {
                 .next()
                 .unwrap_or_default()
                 .to_ascii_uppercase();
+            // The server ran the command between the request and its reply.
             let fits = queue
                 .front()
-                .is_some_and(|r| r.command == command && next_at.is_none_or(|next| r.at <= next));
+                .is_some_and(|r| r.command == command && r.sent <= events[i].at);
             if fits && let Some(reply) = queue.pop_front() {
                 events[i].text = format!("{} -> {}", events[i].text, reply.text);
             }
