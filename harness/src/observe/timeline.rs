@@ -154,22 +154,16 @@ impl Timeline {
         }
         let is_command =
             |e: &Event| e.node.is_some() && e.actor != "redis" && !e.text.starts_with(' ');
-        for i in 0..events.len() {
-            if !is_command(&events[i]) {
-                continue;
-            }
-            let key = (
-                events[i].actor.clone(),
-                events[i].node.clone().unwrap_or_default(),
-            );
+        for event in events.iter_mut().filter(|e| is_command(e)) {
+            let key = (event.actor.clone(), event.node.clone().unwrap_or_default());
             let Some(queue) = queues.get_mut(&key) else {
                 continue;
             };
             // Replies received before this command ran answered something else.
-            while queue.front().is_some_and(|r| r.at < events[i].at) {
+            while queue.front().is_some_and(|r| r.at < event.at) {
                 queue.pop_front();
             }
-            let command = events[i]
+            let command = event
                 .text
                 .split(' ')
                 .next()
@@ -178,9 +172,9 @@ impl Timeline {
             // The server ran the command between the request and its reply.
             let fits = queue
                 .front()
-                .is_some_and(|r| r.command == command && r.sent <= events[i].at);
+                .is_some_and(|r| r.command == command && r.sent <= event.at);
             if fits && let Some(reply) = queue.pop_front() {
-                events[i].text = format!("{} -> {}", events[i].text, reply.text);
+                event.text = format!("{} -> {}", event.text, reply.text);
             }
         }
     }
