@@ -7,11 +7,7 @@ use harness::scenario::run_in_test;
 #[tokio::test(flavor = "multi_thread")]
 async fn without_a_lock_eight_clients_oversell_ten_items() {
     let outcome = run_in_test("contention", STAGE0).await;
-    assert!(
-        outcome.verdict.has(Finding::Oversold),
-        "verdict: {}",
-        outcome.verdict
-    );
+    outcome.assert_fired(&[Finding::Oversold]);
     assert!(
         outcome.fact("orders") > 10,
         "only {} orders",

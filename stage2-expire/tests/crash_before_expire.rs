@@ -15,11 +15,7 @@ const NO_EXPIRY: i64 = -1;
 async fn a_crash_between_setnx_and_expire_leaves_the_lock_for_ever() {
     let outcome = run_in_test("crash-before-expire", stage2::STAGE).await;
     assert_eq!(outcome.fact("pttl_after_death"), NO_EXPIRY);
-    assert!(
-        outcome.verdict.has(Finding::Deadlock),
-        "verdict: {}",
-        outcome.verdict
-    );
+    outcome.assert_fired(&[Finding::Deadlock]);
     assert_eq!(
         outcome.fact("orders"),
         0,
@@ -64,9 +60,5 @@ async fn a_crash_right_after_expire_costs_the_others_one_ttl() {
     );
     let outcome = run.finish().await.expect("the run finishes");
     println!("{}", outcome.timeline.render());
-    assert!(
-        !outcome.verdict.has(Finding::Deadlock),
-        "verdict: {}",
-        outcome.verdict
-    );
+    outcome.assert_not_fired(&[Finding::Deadlock]);
 }

@@ -15,11 +15,7 @@ async fn a_crash_right_after_set_nx_px_leaves_a_key_that_expires() {
         (1..=ttl_ms).contains(&pttl),
         "the key should carry its expiry from the start, PTTL {pttl}"
     );
-    assert!(
-        !outcome.verdict.has(Finding::Deadlock),
-        "verdict: {}",
-        outcome.verdict
-    );
+    outcome.assert_not_fired(&[Finding::Deadlock]);
     assert_eq!(
         outcome.fact("orders"),
         1,

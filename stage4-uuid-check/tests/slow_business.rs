@@ -29,11 +29,7 @@ async fn a_slow_holders_release_no_longer_deletes_the_next_holders_lock() {
         0,
         "client-C should find client-B's lock in place"
     );
-    assert!(
-        !outcome.verdict.has(Finding::ForeignDelete),
-        "verdict: {}",
-        outcome.verdict
-    );
+    outcome.assert_not_fired(&[Finding::ForeignDelete]);
 }
 
 #[tokio::test(flavor = "multi_thread")]

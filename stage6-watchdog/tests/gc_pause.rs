@@ -16,16 +16,7 @@ async fn a_frozen_holder_loses_its_lock_oversells_and_learns_it_too_late() {
         1,
         "client-B must get the lock during the pause"
     );
-    assert!(
-        outcome.verdict.has(Finding::Overlap),
-        "verdict: {}",
-        outcome.verdict
-    );
-    assert!(
-        outcome.verdict.has(Finding::Oversold),
-        "verdict: {}",
-        outcome.verdict
-    );
+    outcome.assert_fired(&[Finding::Overlap, Finding::Oversold]);
     assert_eq!(outcome.fact("orders"), 2);
     assert_eq!(
         outcome.fact("lost_signal_fired"),

@@ -65,14 +65,5 @@ async fn a_lease_shorter_than_the_business_is_not_renewed() {
 
     let outcome = run.finish().await.unwrap();
     println!("{}", outcome.timeline.render());
-    assert!(
-        outcome.verdict.has(Finding::Overlap),
-        "verdict: {}",
-        outcome.verdict
-    );
-    assert!(
-        outcome.verdict.has(Finding::Oversold),
-        "verdict: {}",
-        outcome.verdict
-    );
+    outcome.assert_fired(&[Finding::Overlap, Finding::Oversold]);
 }

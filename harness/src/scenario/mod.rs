@@ -31,7 +31,7 @@ pub use run::Run;
 
 use crate::error::Result;
 use crate::holder::Launcher;
-use crate::observe::{Timeline, Verdict};
+use crate::observe::{Finding, Timeline, Verdict};
 use crate::server::Backend;
 
 /// The future a scenario returns.
@@ -186,6 +186,36 @@ pub struct Outcome {
 }
 
 impl Outcome {
+    /// Panics, naming the verdict, unless every one of `findings` fired.
+    pub fn assert_fired(&self, findings: &[Finding]) {
+        let missing: Vec<&str> = findings
+            .iter()
+            .filter(|f| !self.verdict.has(**f))
+            .map(|f| f.label())
+            .collect();
+        assert!(
+            missing.is_empty(),
+            "expected {} to fire; the verdict is {}",
+            missing.join(" "),
+            self.verdict
+        );
+    }
+
+    /// Panics, naming the verdict, if any of `findings` fired.
+    pub fn assert_not_fired(&self, findings: &[Finding]) {
+        let fired: Vec<&str> = findings
+            .iter()
+            .filter(|f| self.verdict.has(**f))
+            .map(|f| f.label())
+            .collect();
+        assert!(
+            fired.is_empty(),
+            "expected {} not to fire; the verdict is {}",
+            fired.join(" "),
+            self.verdict
+        );
+    }
+
     /// A measured number; panics with the facts listed when it is missing,
     /// which is a bug in the scenario, not in the lock.
     pub fn fact(&self, name: &str) -> i64 {
