@@ -19,13 +19,6 @@ async fn after_a_failover_the_lock_is_gone_and_two_clients_hold_it() {
         1,
         "client-B should take the lock on the new master at once"
     );
-    for finding in [Finding::Overlap, Finding::Oversold] {
-        assert!(
-            outcome.verdict.has(finding),
-            "no {}; verdict: {}",
-            finding.label(),
-            outcome.verdict
-        );
-    }
+    outcome.assert_fired(&[Finding::Overlap, Finding::Oversold]);
     assert_eq!(outcome.fact("orders"), 2, "one item, two orders");
 }

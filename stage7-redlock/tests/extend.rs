@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use harness::server::{Backend, Node};
 use lockcore::{ClientSetup, LockConfig};
-use stage7::Redlock;
+use stage7::{Lease, Redlock};
 
 const TTL: Duration = Duration::from_secs(10);
 const KEY: &str = "lock:stock";
@@ -37,13 +37,8 @@ async fn redlock(nodes: &[Node]) -> Redlock {
     .unwrap_or_else(|e| panic!("{e}"))
 }
 
-async fn on_node<T: redis::FromRedisValue>(node: &Node, command: &mut redis::Cmd) -> T {
-    let mut conn = lockcore::connect(&node.url(), "harness").await.unwrap();
-    command.query_async(&mut conn).await.unwrap()
-}
-
-#[tokio::test(flavor = "multi_thread")]
-async fn extending_a_held_lock_gives_every_master_a_fresh_ttl() {
+/// Five masters, and client-A holding the lock on all of them.
+async fn held_on_five_masters() -> (Vec<Node>, Redlock, Lease) {
     let nodes = masters().await;
     let lock = redlock(&nodes).await;
     let lease = lock
@@ -51,6 +46,17 @@ async fn extending_a_held_lock_gives_every_master_a_fresh_ttl() {
         .await
         .unwrap()
         .expect("five free masters grant the lock");
+    (nodes, lock, lease)
+}
+
+async fn on_node<T: redis::FromRedisValue>(node: &Node, command: &mut redis::Cmd) -> T {
+    let mut conn = lockcore::connect(&node.url(), "harness").await.unwrap();
+    command.query_async(&mut conn).await.unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn extending_a_held_lock_gives_every_master_a_fresh_ttl() {
+    let (nodes, lock, lease) = held_on_five_masters().await;
     // Time passes: the keys have 1 s of their 10 s left.
     for node in &nodes {
         assert_eq!(
@@ -72,13 +78,7 @@ async fn extending_a_held_lock_gives_every_master_a_fresh_ttl() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_lock_lost_on_a_majority_cannot_be_extended() {
-    let nodes = masters().await;
-    let lock = redlock(&nodes).await;
-    let lease = lock
-        .try_lock()
-        .await
-        .unwrap()
-        .expect("five free masters grant the lock");
+    let (nodes, lock, lease) = held_on_five_masters().await;
     // Three masters forgot us and gave the key to someone else.
     for node in &nodes[..3] {
         assert_eq!(on_node::<i64>(node, redis::cmd("DEL").arg(KEY)).await, 1);
