@@ -77,8 +77,8 @@ pub const QUESTIONS: &[Question] = &[
                  `EXPIRE` is stage 1's everlasting key again. `SET key value NX PX ttl` writes the \
                  value and its expiry in one command, so there is no moment at which the key exists \
                  without a TTL.\n\n\
-                 `SETNX` is also the older command: the Redis docs recommend `SET` with its options for \
-                 locks, and `SETNX` may be deprecated some day.",
+                 `SETNX` is also the older command: the Redis docs have listed it as deprecated since \
+                 2.6.12, replaced by `SET` with `NX`.",
         java: Some(
             "`setIfAbsent(key, value)` followed by `expire(key, 30, TimeUnit.SECONDS)` is stage 2's \
              `ExpiringLock::try_lock()`; the one-command `setIfAbsent(key, value, 30, \
@@ -197,8 +197,8 @@ pub const QUESTIONS: &[Question] = &[
         ask: "How does Redisson's lock let the same thread lock twice? Why a hash?",
         answer: "The lock is a hash: the field is the owner (`<client-uuid>:<thread>`, here \
                  `<client-uuid>:task-<id>`), the value counts the holds. Locking again increments it, \
-                 unlocking decrements it, and the key is deleted at zero. A string key has room for \
-                 one value, so it cannot count.\n\n\
+                 unlocking decrements it, and the key is deleted at zero. A string holds an owner but \
+                 no count; the hash holds both, and one script reads and updates them together.\n\n\
                  A lock that is not reentrant makes its holder wait for itself; with a TTL the wait \
                  ends only when its own first hold expires, and by then it no longer protects \
                  anything.",
@@ -709,9 +709,8 @@ pub const QUESTIONS: &[Question] = &[
     // 25
     Question {
         ask: "Redisson deprecated `RedissonRedLock`. What should you use instead?",
-        answer: "Redisson marks `RedissonRedLock` (and `RedissonMultiLock` used for it) deprecated \
-                 and points to a plain `RLock`, or `RFencedLock` when the resource can check a \
-                 token. The seeds still recommend RedLock for high safety; the runs say why that \
+        answer: "Redisson marks `RedissonRedLock` deprecated and points to a plain `RLock`, or \
+                 `RFencedLock` when the resource can check a token. The seeds still recommend RedLock for high safety; the runs say why that \
                  advice aged: five masters cost five servers and still fail on a restart, a clock \
                  jump or a pause.\n\n\
                  For efficiency, one master is enough; for correctness, use a token the resource \
@@ -812,7 +811,7 @@ pub const QUESTIONS: &[Question] = &[
                  lives on one master, so a Cluster lock is a single-master lock with the same \
                  failover hole; the cluster's replicas are asynchronous too.\n\n\
                  A script may only touch keys of one slot. When a lock uses several keys (a lock and \
-                 its fencing counter, a lock and its channel), put the common part in braces, \
+                 its fencing counter, a lock and its waiters' queue), put the common part in braces, \
                  `{order:42}:lock` and `{order:42}:fence`: only the part inside `{…}` is hashed, so \
                  they share a slot.",
         java: None,
