@@ -24,14 +24,11 @@ pub fn chapter() -> String {
     out
 }
 
+/// The question and the prediction in sight; the answer, the commands
+/// and their verdicts folded under `<details>`, so the reader predicts
+/// before reading on.
 fn section(out: &mut String, number: usize, q: &Question) {
     let _ = writeln!(out, "## {number}. {}\n", q.ask);
-    for paragraph in q.answer.split("\n\n") {
-        let _ = writeln!(out, "{}\n", paragraph.trim());
-    }
-    if let Some(java) = q.java {
-        let _ = writeln!(out, "**Java and Rust.** {java}\n");
-    }
     let choices: Vec<String> = q
         .choices()
         .iter()
@@ -43,6 +40,13 @@ fn section(out: &mut String, number: usize, q: &Question) {
         q.predict,
         choices.join(", ")
     );
+    out.push_str("<details>\n<summary>The answer, and the runs that show it</summary>\n\n");
+    for paragraph in q.answer.split("\n\n") {
+        let _ = writeln!(out, "{}\n", paragraph.trim());
+    }
+    if let Some(java) = q.java {
+        let _ = writeln!(out, "**Java and Rust.** {java}\n");
+    }
     let commands = commands(q);
     let width = commands.iter().map(|(c, _)| c.len()).max().unwrap_or(0);
     out.push_str("```sh\n");
@@ -66,6 +70,7 @@ fn section(out: &mut String, number: usize, q: &Question) {
             .collect();
         let _ = writeln!(out, "**Sources.** {}\n", links.join(" · "));
     }
+    out.push_str("</details>\n\n");
     let (title, file) = q.read_next;
     let _ = writeln!(out, "**Read next:** [{title}]({file})");
 }
