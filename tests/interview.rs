@@ -81,6 +81,9 @@ fn in_a_terminal_it_asks_for_a_prediction_first_and_judges_it_by_the_runs() {
     screen
         .exp_string("You predicted: 1")
         .expect("the prediction");
+    screen
+        .exp_string("You were right about 2 of 2 runs.")
+        .expect("the score");
     screen.exp_string("Answer").expect("the answer");
     screen
         .exp_string("Read next: Stage 1")

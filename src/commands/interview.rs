@@ -131,57 +131,58 @@ enum Ran {
     Missing,
 }
 
+/// One question: the prediction, the runs, the verdicts beside the
+/// prediction, the answer.
 async fn walk(number: usize, q: &Question, interactive: bool, style: Style) -> Result<(), Failure> {
-    println!(
-        "{}\n",
-        style.bold(&format!(
-            "Question {number} of {}: {}",
-            QUESTIONS.len(),
-            q.ask
-        ))
-    );
+    let heading = format!("Question {number} of {}: {}", QUESTIONS.len(), q.ask);
+    println!("{}\n", style.bold(&heading));
     println!("Predict first. {}", q.predict);
     for (key, run) in q.choices() {
         println!("  {key:>2}  {} {}", run.stage_name(), run.scenario);
     }
-    let keys = q.choice_keys();
     let predicted = if interactive {
-        predict(&keys).await
+        predict(&q.choice_keys()).await
     } else {
-        println!(
-            "{}",
-            style.dim("(no prediction asked: running straight through)")
-        );
+        let note = "(no prediction asked: running straight through)";
+        println!("{}", style.dim(note));
         None
     };
-
     let ran = run_all(q.runs).await?;
     println!();
-    if let Some((probe, outcome)) = q.runs.iter().zip(&ran).find_map(|(p, r)| match r {
-        Ran::Done(outcome) => Some((p, outcome)),
-        Ran::Missing => None,
-    }) {
-        let title = harness::scenario::find(probe.scenario).map_or("", |s| s.title);
-        println!(
-            "{}",
-            style.bold(&format!(
-                "The run: {} x {}: {title}",
-                probe.stage_name(),
-                probe.scenario
-            ))
-        );
-        print!(
-            "{}",
-            screen::mark_timeline(&outcome.timeline.render(), q.marks, style)
-        );
-        println!();
-    }
+    print_first_timeline(q, &ran, style);
+    print_verdicts(q, &ran, predicted.as_ref(), style);
+    print_answer(q, style);
+    Ok(())
+}
 
-    println!(
-        "{}",
-        style.bold(&format!("Verdicts (yes: {}):", q.watch.describe()))
+/// The timeline of the first run that happened, its key lines marked.
+fn print_first_timeline(q: &Question, ran: &[Ran], style: Style) {
+    let first = q.runs.iter().zip(ran).find_map(|(probe, ran)| match ran {
+        Ran::Done(outcome) => Some((probe, outcome)),
+        Ran::Missing => None,
+    });
+    let Some((probe, outcome)) = first else {
+        return;
+    };
+    let title = harness::scenario::find(probe.scenario).map_or("", |s| s.title);
+    let heading = format!(
+        "The run: {} x {}: {title}",
+        probe.stage_name(),
+        probe.scenario
     );
+    println!("{}", style.bold(&heading));
+    let timeline = outcome.timeline.render();
+    print!("{}", screen::mark_timeline(&timeline, q.marks, style));
+    println!();
+}
+
+/// Each run's verdict, whether it is a "yes", and the prediction beside it.
+fn print_verdicts(q: &Question, ran: &[Ran], predicted: Option<&BTreeSet<String>>, style: Style) {
+    let heading = format!("Verdicts (yes: {}):", q.watch.describe());
+    println!("{}", style.bold(&heading));
+    let keys = q.choice_keys();
     let mut observed_yes = BTreeSet::new();
+    let (mut right, mut judged) = (0, 0);
     for i in q.shown_order() {
         let (key, probe, ran) = (&keys[i], q.runs[i], &ran[i]);
         let (verdict, observed) = match ran {
@@ -199,13 +200,20 @@ async fn walk(number: usize, q: &Question, interactive: bool, style: Style) -> R
             Some(false) => "no",
             None => "-",
         };
-        let judged = match prediction::mark(predicted.as_ref(), key, observed) {
-            Mark::Right => style.good("you were right"),
+        let mark = prediction::mark(predicted, key, observed);
+        if mark != Mark::Unjudged {
+            judged += 1;
+        }
+        let remark = match mark {
+            Mark::Right => {
+                right += 1;
+                style.good("you were right")
+            }
             Mark::Wrong => style.alert("you said otherwise"),
             Mark::Unjudged => String::new(),
         };
         println!(
-            "  {key:>2}  {:<34} {:<24} {answer:<4} {judged}",
+            "  {key:>2}  {:<34} {} {answer:<4} {remark}",
             format!("{} {}", probe.stage_name(), probe.scenario),
             paint_verdict(&verdict, ran, style),
         );
@@ -215,10 +223,15 @@ async fn walk(number: usize, q: &Question, interactive: bool, style: Style) -> R
     } else {
         println!("\n  No run could happen in this build.");
     }
-    if let Some(predicted) = &predicted {
+    if let Some(predicted) = predicted {
         println!("  You predicted: {}", prediction::list(predicted));
+        println!("  You were right about {right} of {judged} runs.");
     }
+}
 
+/// The short answer, the Java equivalents, what to look for, the commands,
+/// the sources and the chapter to read next.
+fn print_answer(q: &Question, style: Style) {
     println!("\n{}", style.bold("Answer"));
     print!("{}", screen::wrap(q.answer, WIDTH, "  "));
     if let Some(java) = q.java {
@@ -242,7 +255,6 @@ async fn walk(number: usize, q: &Question, interactive: bool, style: Style) -> R
     }
     let (title, file) = q.read_next;
     println!("\nRead next: {title} (book/src/{file})");
-    Ok(())
 }
 
 /// Reads the reader's prediction, asking again after a bad answer; `None`
