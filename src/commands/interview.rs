@@ -213,7 +213,7 @@ fn print_verdicts(q: &Question, ran: &[Ran], predicted: Option<&BTreeSet<String>
             Mark::Unjudged => String::new(),
         };
         println!(
-            "  {key:>2}  {:<34} {} {answer:<4} {remark}",
+            "  {key:>2}  {:<38} {} {answer:<4} {remark}",
             format!("{} {}", probe.stage_name(), probe.scenario),
             paint_verdict(&verdict, ran, style),
         );

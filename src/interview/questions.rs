@@ -657,7 +657,7 @@ pub const QUESTIONS: &[Question] = &[
         look_for: "Stage 7 counts its replies against the validity and says no, then deletes the \
                    keys the late replies were about. `node_loss` has two of five masters down and \
                    the stock sold exactly.",
-        sources: &[DISTLOCK],
+        sources: &[DISTLOCK, KLEPPMANN, ANTIREZ],
         read_next: STAGE7,
     },
     // 23
@@ -726,7 +726,7 @@ pub const QUESTIONS: &[Question] = &[
         tests: &[test("stage8", "stale_writer")],
         look_for: "Stage 7 oversells after the jump; stage 8 overlaps, and the older token cannot \
                    write.",
-        sources: &[REDISSON_LOCKS, KLEPPMANN],
+        sources: &[REDISSON_LOCKS, DISTLOCK, KLEPPMANN, ANTIREZ],
         read_next: CHOOSING,
     },
     // 26
