@@ -136,7 +136,8 @@ enum Ran {
 async fn walk(number: usize, q: &Question, interactive: bool, style: Style) -> Result<(), Failure> {
     let heading = format!("Question {number} of {}: {}", QUESTIONS.len(), q.ask);
     println!("{}\n", style.bold(&heading));
-    println!("Predict first. {}", q.predict);
+    let prompt = format!("Predict first. {}", q.predict);
+    print!("{}", screen::wrap(&prompt, WIDTH, ""));
     for (key, run) in q.choices() {
         println!("  {key:>2}  {} {}", run.stage_name(), run.scenario);
     }

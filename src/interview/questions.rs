@@ -463,9 +463,10 @@ pub const QUESTIONS: &[Question] = &[
              Some(lease))`, `None` in place of the lease keeps the watchdog; it returns `Ok(None)` \
              where Java returns false.",
         ),
-        predict: "With no lease, the holder works for three TTLs. Which stages let the rival in?",
+        predict: "The holder works for three TTLs: stage 6 without a lease, stage 5 with a TTL, \
+                  which is what a lease is. Which stages let the rival in?",
         watch: Fires(Overlap),
-        runs: &[on(6, "slow-business")],
+        runs: &[on(6, "slow-business"), on(5, "slow-business")],
         marks: &["pexpire", "acquired", "publish"],
         tests: &[test("stage6", "lease"), test("stage6", "pubsub_wait")],
         look_for: "No lease: the renewals keep client-B out until client-A releases. `stage6 --test \
@@ -956,12 +957,14 @@ pub const QUESTIONS: &[Question] = &[
                  registers it, a later write with a lower token is refused), or make the write \
                  conditional on the version it read.",
         java: None,
-        predict: "The stale holder's write lands first. Which stages oversell?",
+        predict: "A frozen holder thaws and writes with its old token: first, before the new \
+                  holder writes, or second, after it. Which orders oversell?",
         watch: Fires(Oversold),
-        runs: &[on(8, "stale-write-first")],
+        runs: &[on(8, "stale-write-first"), on(8, "gc-pause")],
         marks: &["fencing token", "REJECTED", "OVERSOLD"],
         tests: &[test("stage8", "stale_writer")],
-        look_for: "The stale holder's write is the one the resource refuses, although it came first.",
+        look_for: "In both orders the stale holder's write is the one the resource refuses, even \
+                   when it comes first.",
         sources: &[KLEPPMANN],
         read_next: STAGE8,
     },
