@@ -42,6 +42,18 @@ pub enum Command {
         #[arg(long, default_value_t = crate::matrix::DEFAULT_JOBS)]
         jobs: usize,
     },
+    /// Interview questions, each answered by live runs: predict first, then
+    /// watch. Without a number, lists them (and, on a terminal, asks which).
+    Interview {
+        /// The question's number, as the list shows it.
+        number: Option<String>,
+        /// Ask for nothing: run straight through (for CI and for reading).
+        #[arg(long)]
+        no_input: bool,
+        /// Print the book's interview questions as Markdown instead.
+        #[arg(long, hide = true)]
+        markdown: bool,
+    },
     /// Internal: a lock holder process, driven over stdin by a scenario.
     #[command(hide = true)]
     Holder {

@@ -6,6 +6,8 @@
 //!   the expected matrix;
 //! - `lockstages run <stage> <scenario>`: one story, narrated as a timeline,
 //!   with its verdict;
+//! - `lockstages interview [<n>]`: interview questions answered by live
+//!   runs, with a prediction first on a terminal;
 //! - `lockstages holder --stage <stage>`: (internal) a lock holder process
 //!   that the scenarios start and then kill or freeze.
 //!
@@ -13,6 +15,7 @@
 
 mod cli;
 mod commands;
+mod interview;
 mod matrix;
 mod stages;
 

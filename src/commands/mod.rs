@@ -1,6 +1,7 @@
 //! One module per subcommand.
 
 pub mod holder;
+mod interview;
 mod list;
 mod matrix;
 mod run;
@@ -28,6 +29,18 @@ pub async fn dispatch(command: Command) -> Result<(), Failure> {
             out,
             jobs,
         } => matrix::run(&stages, &scenarios, json, &out, jobs).await,
+        Command::Interview {
+            number,
+            no_input,
+            markdown,
+        } => {
+            interview::run(interview::Options {
+                number,
+                no_input,
+                markdown,
+            })
+            .await
+        }
         Command::Holder { .. } => unreachable!("the holder runs without the CLI's runtime"),
     }
 }

@@ -1,0 +1,282 @@
+//! The interview questions: one list that the terminal walkthrough
+//! (`lockstages interview`) asks and the book's interview chapter prints.
+//!
+//! Each question names the real runs that answer it. The reader predicts
+//! what the runs will show (by typing stage numbers, or letters when one
+//! stage runs several stories), the runs happen on real Redis servers, and
+//! the verdicts the observers reach are set beside the prediction. The
+//! chapter is generated from the same list (`interview --markdown`), so the
+//! book and the terminal cannot tell different stories.
+//!
+//! - [`questions`]: the data, in the order the chapter asks them;
+//! - [`prediction`]: what the reader typed, and how it compares with the runs;
+//! - [`markdown`]: the chapter;
+//! - [`screen`]: colours (only on a terminal, never under `NO_COLOR`), the
+//!   timeline with the lines that matter marked, wrapped paragraphs.
+
+pub mod markdown;
+pub mod prediction;
+mod questions;
+pub mod screen;
+
+use harness::observe::{Finding, Verdict};
+
+pub use questions::QUESTIONS;
+
+/// Scenarios that other branches are adding. A question may name them
+/// before they land: the walkthrough and the book's command test skip such
+/// a run, saying why, until `lockstages list` shows the scenario.
+pub const PENDING_SCENARIOS: [&str; 4] = [
+    "stale-write-first",
+    "business-error",
+    "sentinel-failover",
+    "split-brain",
+];
+
+/// One interview question and everything that answers it.
+#[derive(Debug)]
+pub struct Question {
+    /// The question, as an interviewer asks it.
+    pub ask: &'static str,
+    /// The short answer: a few paragraphs, separated by blank lines.
+    pub answer: &'static str,
+    /// Where the seeds show Java (Redisson, Spring's `RedisTemplate`): the
+    /// Java call and its Rust equivalent in this workspace.
+    pub java: Option<&'static str>,
+    /// What the reader predicts before the runs, answered by choosing runs.
+    pub predict: &'static str,
+    /// What a run must show to count as a "yes" to [`Question::predict`].
+    pub watch: Watch,
+    /// The live runs; the first one's timeline is printed.
+    pub runs: &'static [Probe],
+    /// Timeline lines containing one of these are the ones that matter.
+    pub marks: &'static [&'static str],
+    /// Test targets that show the same thing in more detail.
+    pub tests: &'static [TestTarget],
+    /// What to look for in the output.
+    pub look_for: &'static str,
+    /// Primary sources: (title, address).
+    pub sources: &'static [(&'static str, &'static str)],
+    /// The chapter to read next: (title, file in `book/src`).
+    pub read_next: (&'static str, &'static str),
+}
+
+/// One real run: a scenario against a stage.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Probe {
+    /// 0 (no lock) to 8.
+    pub stage: u8,
+    /// A scenario name, as `lockstages list` shows it.
+    pub scenario: &'static str,
+}
+
+/// `cargo test -p <package> --test <target>`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TestTarget {
+    /// `stage6`.
+    pub package: &'static str,
+    /// `gc_pause`.
+    pub target: &'static str,
+}
+
+/// What makes a run a "yes" for the question's prediction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Watch {
+    /// This observer fired.
+    Fires(Finding),
+    /// No observer fired at all.
+    Clean,
+}
+
+impl Watch {
+    /// Whether a run with this verdict is a "yes".
+    pub fn holds(self, verdict: &Verdict) -> bool {
+        match self {
+            Watch::Fires(finding) => verdict.has(finding),
+            Watch::Clean => verdict.is_ok(),
+        }
+    }
+
+    /// What a "yes" means, for the screen and the chapter.
+    pub fn describe(self) -> String {
+        match self {
+            Watch::Fires(finding) => format!("{} fired", finding.label()),
+            Watch::Clean => "the verdict is ok".to_owned(),
+        }
+    }
+}
+
+impl Probe {
+    /// `stage6`.
+    pub fn stage_name(&self) -> String {
+        format!("stage{}", self.stage)
+    }
+
+    /// The command that shows this run.
+    pub fn command(&self) -> String {
+        format!(
+            "cargo run --release -- run {} {}",
+            self.stage_name(),
+            self.scenario
+        )
+    }
+
+    /// Whether the scenario is one another branch is still adding.
+    pub fn is_pending(&self) -> bool {
+        harness::scenario::find(self.scenario).is_none()
+            && PENDING_SCENARIOS.contains(&self.scenario)
+    }
+}
+
+impl TestTarget {
+    /// The command that runs it.
+    pub fn command(&self) -> String {
+        format!("cargo test -p {} --test {}", self.package, self.target)
+    }
+}
+
+impl Question {
+    /// How the reader names each run when predicting: its stage number when
+    /// every run is on a different stage, otherwise a letter.
+    pub fn choice_keys(&self) -> Vec<String> {
+        let mut stages: Vec<u8> = self.runs.iter().map(|r| r.stage).collect();
+        stages.sort_unstable();
+        stages.dedup();
+        if stages.len() == self.runs.len() {
+            self.runs.iter().map(|r| r.stage.to_string()).collect()
+        } else {
+            (b'a'..)
+                .take(self.runs.len())
+                .map(|c| char::from(c).to_string())
+                .collect()
+        }
+    }
+
+    /// The runs' indices in the order they are shown: by stage number or
+    /// letter. They run in the list's order, the first one (whose timeline
+    /// is printed) first.
+    pub fn shown_order(&self) -> Vec<usize> {
+        let keys = self.choice_keys();
+        let mut order: Vec<usize> = (0..self.runs.len()).collect();
+        order.sort_by(|a, b| keys[*a].cmp(&keys[*b]));
+        order
+    }
+
+    /// The choices in the shown order: each run with the key that names it.
+    pub fn choices(&self) -> Vec<(String, Probe)> {
+        let keys = self.choice_keys();
+        self.shown_order()
+            .into_iter()
+            .map(|i| (keys[i].clone(), self.runs[i]))
+            .collect()
+    }
+}
+
+/// Question `number` (1-based), or `None`.
+pub fn question(number: usize) -> Option<&'static Question> {
+    number.checked_sub(1).and_then(|i| QUESTIONS.get(i))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn there_are_at_least_25_questions() {
+        assert!(QUESTIONS.len() >= 25, "{} questions", QUESTIONS.len());
+    }
+
+    #[test]
+    fn every_run_names_a_stage_and_a_scenario_that_applies_to_it() {
+        for (i, q) in QUESTIONS.iter().enumerate() {
+            assert!(!q.runs.is_empty(), "question {} has no run", i + 1);
+            for run in q.runs {
+                let stage = crate::stages::find(&run.stage_name())
+                    .unwrap_or_else(|| panic!("question {}: no {}", i + 1, run.stage_name()));
+                match harness::scenario::find(run.scenario) {
+                    Some(scenario) => assert_eq!(
+                        (scenario.not_applicable)(&stage.description),
+                        None,
+                        "question {}: {} x {} is n/a",
+                        i + 1,
+                        run.stage_name(),
+                        run.scenario
+                    ),
+                    None => assert!(
+                        run.is_pending(),
+                        "question {}: no scenario `{}`",
+                        i + 1,
+                        run.scenario
+                    ),
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn every_question_reads_next_an_existing_chapter() {
+        let book = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("book/src");
+        for q in QUESTIONS {
+            assert!(book.join(q.read_next.1).exists(), "{}", q.read_next.1);
+        }
+    }
+
+    #[test]
+    fn choices_are_stage_numbers_unless_a_stage_runs_twice() {
+        let q = Question {
+            ask: "",
+            answer: "",
+            java: None,
+            predict: "",
+            watch: Watch::Clean,
+            runs: &[
+                Probe {
+                    stage: 7,
+                    scenario: "clock-jump",
+                },
+                Probe {
+                    stage: 7,
+                    scenario: "network-delay",
+                },
+            ],
+            marks: &[],
+            tests: &[],
+            look_for: "",
+            sources: &[],
+            read_next: ("", ""),
+        };
+        assert_eq!(q.choice_keys(), ["a", "b"]);
+        let q = Question {
+            runs: &[
+                Probe {
+                    stage: 3,
+                    scenario: "gc-pause",
+                },
+                Probe {
+                    stage: 8,
+                    scenario: "gc-pause",
+                },
+            ],
+            ..q
+        };
+        assert_eq!(q.choice_keys(), ["3", "8"]);
+        let q = Question {
+            runs: &[
+                Probe {
+                    stage: 6,
+                    scenario: "gc-pause",
+                },
+                Probe {
+                    stage: 3,
+                    scenario: "gc-pause",
+                },
+            ],
+            ..q
+        };
+        assert_eq!(
+            q.shown_order(),
+            [1, 0],
+            "shown by stage, run in the list's order"
+        );
+    }
+}

@@ -1,0 +1,205 @@
+//! Every command the interview chapter names, run: each `run` command
+//! against the built CLI (its verdict compared with the one the chapter
+//! states), each `interview` command straight through, and each
+//! `cargo test -p … --test …` checked to name an existing test target (and
+//! run, with `LOCKSTAGES_BOOK_RUN_TESTS=1`; compiling every stage's tests
+//! from inside a test is too slow to do by default).
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Mutex;
+
+/// Scenarios that other parts of the course are adding. Until
+/// `lockstages list` shows one, its runs are skipped, saying so; any other
+/// unknown scenario fails.
+const PENDING: [&str; 4] = [
+    "stale-write-first",
+    "business-error",
+    "sentinel-failover",
+    "split-brain",
+];
+
+/// How many runs at once: each has timing margins of 3x, two cores.
+const JOBS: usize = 2;
+
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The chapter's text, with `{{#include …}}` of a whole file inlined.
+fn chapter() -> String {
+    let src = root().join("book/src");
+    let page = std::fs::read_to_string(src.join("interview.md")).expect("the chapter");
+    let mut text = String::new();
+    for line in page.lines() {
+        match line
+            .trim()
+            .strip_prefix("{{#include ")
+            .and_then(|l| l.strip_suffix("}}"))
+        {
+            Some(file) => text.push_str(
+                &std::fs::read_to_string(src.join(file.trim()))
+                    .unwrap_or_else(|e| panic!("{file}: {e}")),
+            ),
+            None => text.push_str(line),
+        }
+        text.push('\n');
+    }
+    text
+}
+
+/// Every line of a `sh` block: (command, the comment after `#`, if any).
+fn commands(chapter: &str) -> Vec<(String, Option<String>)> {
+    let mut in_sh = false;
+    let mut out = Vec::new();
+    for line in chapter.lines() {
+        if line.starts_with("```") {
+            in_sh = !in_sh && line.trim() == "```sh";
+            continue;
+        }
+        if in_sh && !line.trim().is_empty() {
+            let (command, comment) = match line.split_once('#') {
+                Some((command, comment)) => (command, Some(comment.trim().to_owned())),
+                None => (line, None),
+            };
+            out.push((
+                command.split_whitespace().collect::<Vec<_>>().join(" "),
+                comment,
+            ));
+        }
+    }
+    out
+}
+
+fn lockstages(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_lockstages"))
+        .args(args)
+        .output()
+        .expect("the CLI runs")
+}
+
+/// The directory of the workspace package called `name`.
+fn package_dir(name: &str) -> Option<PathBuf> {
+    std::fs::read_dir(root())
+        .ok()?
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .find(|dir| {
+            std::fs::read_to_string(dir.join("Cargo.toml"))
+                .is_ok_and(|toml| toml.contains(&format!("name = \"{name}\"")))
+        })
+}
+
+#[test]
+fn every_command_the_interview_chapter_names_runs() {
+    let chapter = chapter();
+    let listed = String::from_utf8_lossy(&lockstages(&["list"]).stdout).into_owned();
+    let mut runs = BTreeSet::new();
+    let mut interviews = BTreeSet::new();
+    let mut tests = BTreeSet::new();
+    let mut unknown = Vec::new();
+    for (command, comment) in commands(&chapter) {
+        let words: Vec<&str> = command.split(' ').collect();
+        match words.as_slice() {
+            ["cargo", "run", "--release", "--", "run", stage, scenario] => {
+                runs.insert((stage.to_string(), scenario.to_string(), comment));
+            }
+            ["cargo", "run", "--release", "--", "interview", rest @ ..] => {
+                // Straight through: on a terminal it would ask first.
+                let mut args: Vec<String> = rest.iter().map(|w| w.to_string()).collect();
+                args.retain(|a| a != "--no-input");
+                interviews.insert(args);
+            }
+            ["cargo", "test", "-p", package, "--test", target] => {
+                tests.insert((package.to_string(), target.to_string()));
+            }
+            _ => unknown.push(command),
+        }
+    }
+    assert!(
+        unknown.is_empty(),
+        "commands this test cannot run:\n{}",
+        unknown.join("\n")
+    );
+    assert!(runs.len() > 25 && tests.len() > 10, "is the chapter there?");
+
+    // Test targets exist.
+    for (package, target) in &tests {
+        let dir = package_dir(package).unwrap_or_else(|| panic!("no package `{package}`"));
+        let file = dir.join("tests").join(format!("{target}.rs"));
+        assert!(
+            file.exists(),
+            "cargo test -p {package} --test {target}: no {}",
+            file.display()
+        );
+    }
+
+    // The runs, JOBS at a time.
+    let queue = Mutex::new(runs.into_iter().collect::<Vec<_>>());
+    let failures = Mutex::new(Vec::<String>::new());
+    std::thread::scope(|scope| {
+        for _ in 0..JOBS {
+            scope.spawn(|| {
+                loop {
+                    let Some((stage, scenario, expected)) = queue.lock().unwrap().pop() else {
+                        break;
+                    };
+                    if !listed.contains(&format!("  {scenario} ")) {
+                        if PENDING.contains(&scenario.as_str()) {
+                            println!("skipped: run {stage} {scenario} (`list` does not show it yet)");
+                        } else {
+                            failures
+                                .lock()
+                                .unwrap()
+                                .push(format!("run {stage} {scenario}: no such scenario"));
+                        }
+                        continue;
+                    }
+                    let output = lockstages(&["run", &stage, &scenario]);
+                    let text = String::from_utf8_lossy(&output.stdout);
+                    let verdict = text
+                        .lines()
+                        .find_map(|l| l.strip_prefix("verdict: "))
+                        .unwrap_or("(none)")
+                        .to_owned();
+                    let wrong = !output.status.success()
+                        || expected.as_ref().is_some_and(|e| *e != verdict);
+                    if wrong {
+                        failures.lock().unwrap().push(format!(
+                            "run {stage} {scenario}: exit {:?}, verdict {verdict}, the chapter says {:?}\n{}",
+                            output.status.code(),
+                            expected,
+                            String::from_utf8_lossy(&output.stderr)
+                        ));
+                    }
+                }
+            });
+        }
+    });
+    let failures = failures.into_inner().unwrap();
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+
+    // The walkthrough commands, straight through.
+    for args in interviews {
+        let mut args: Vec<&str> = args.iter().map(String::as_str).collect();
+        args.insert(0, "interview");
+        args.push("--no-input");
+        let output = lockstages(&args);
+        assert!(
+            output.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+
+    if std::env::var_os("LOCKSTAGES_BOOK_RUN_TESTS").is_some() {
+        for (package, target) in &tests {
+            let status = Command::new(env!("CARGO"))
+                .args(["test", "-p", package, "--test", target])
+                .status()
+                .expect("cargo runs");
+            assert!(status.success(), "cargo test -p {package} --test {target}");
+        }
+    }
+}
