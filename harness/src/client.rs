@@ -12,7 +12,7 @@ use lockcore::{
 use crate::error::{HarnessError, Result};
 use crate::fault::FaultPlan;
 use crate::observe::Ledger;
-use crate::workload::{Database, Sale};
+use crate::workload::{Database, Fencing, Sale};
 
 /// Everything needed to make clients of one stage in one scenario.
 #[derive(Debug, Clone)]
@@ -27,6 +27,9 @@ pub struct ClientFactory {
     pub config: LockConfig,
     /// Shared by all clients of the scenario.
     pub ledger: Ledger,
+    /// How stage 8's resource checks tokens (the fixed resource unless a
+    /// story wants to show the write-only one).
+    pub fencing: Fencing,
 }
 
 impl ClientFactory {
@@ -47,7 +50,9 @@ impl ClientFactory {
             faults: faults.clone(),
             replies: Some(self.ledger.timeline().reply_log()),
         };
-        let db = Database::connect(&setup, &self.db_url).await?;
+        let db = Database::connect(&setup, &self.db_url)
+            .await?
+            .with_fencing(self.fencing);
         let lock = (self.stage.connect)(setup).await?;
         Ok(Client {
             name: name.to_owned(),
@@ -139,9 +144,10 @@ impl Client {
         }
     }
 
-    /// Reads the stock (the start of the critical section's business).
-    pub async fn read_stock(&self) -> Result<i64> {
-        self.db.read_stock().await
+    /// Reads the stock (the start of the critical section's business),
+    /// showing the resource the lock's fencing token, if it has one.
+    pub async fn read_stock(&self, held: &Acquired) -> Result<i64> {
+        self.db.read_stock(held.fencing_token).await
     }
 
     /// Finishes a purchase started with [`Client::read_stock`].
@@ -154,7 +160,7 @@ impl Client {
     /// One purchase inside the lock: read, reach the workload's fault point,
     /// think for `business`, write.
     pub async fn buy_one(&self, held: &Acquired, business: Duration) -> Result<Sale> {
-        let read = self.read_stock().await?;
+        let read = self.read_stock(held).await?;
         self.note_crash(self.faults.reached(Point::InCriticalSection).await)?;
         tokio::time::sleep(business).await;
         self.sell(read, held).await

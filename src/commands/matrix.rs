@@ -42,6 +42,7 @@ pub async fn run(
             backend: backend.clone(),
             launcher,
             timing: harness::Timing::default(),
+            fencing: harness::workload::Fencing::default(),
         })
     };
     let started = std::time::Instant::now();

@@ -33,6 +33,7 @@ use crate::error::Result;
 use crate::holder::Launcher;
 use crate::observe::{Finding, Timeline, Verdict};
 use crate::server::Backend;
+use crate::workload::Fencing;
 
 /// The future a scenario returns.
 pub type ScenarioFuture = Pin<Box<dyn Future<Output = Result<Outcome>> + Send>>;
@@ -171,6 +172,8 @@ pub struct ScenarioEnv {
     pub launcher: Launcher,
     /// TTLs and business time.
     pub timing: Timing,
+    /// How stage 8's resource checks fencing tokens.
+    pub fencing: Fencing,
 }
 
 /// What a run saw.
@@ -234,6 +237,7 @@ impl ScenarioEnv {
             backend: Backend::from_env()?,
             launcher,
             timing: Timing::default(),
+            fencing: Fencing::default(),
         })
     }
 }
@@ -242,8 +246,20 @@ impl ScenarioEnv {
 /// binary's `holder_process` entry point. Panics, with the reason, when the
 /// scenario cannot run at all (no Redis, unknown name).
 pub async fn run_in_test(name: &str, stage: StageEntry) -> Outcome {
+    run_in_test_with(name, stage, |_| {}).await
+}
+
+/// Like [`run_in_test`], in an environment `adjust` changes first (for
+/// example stage 8's resource: `env.fencing = Fencing::WriteOnly`).
+pub async fn run_in_test_with(
+    name: &str,
+    stage: StageEntry,
+    adjust: impl FnOnce(&mut ScenarioEnv),
+) -> Outcome {
     let scenario = find(name).unwrap_or_else(|| panic!("no scenario named `{name}`"));
-    let env = ScenarioEnv::from_env(Launcher::this_test_binary()).unwrap_or_else(|e| panic!("{e}"));
+    let mut env =
+        ScenarioEnv::from_env(Launcher::this_test_binary()).unwrap_or_else(|e| panic!("{e}"));
+    adjust(&mut env);
     match (scenario.run)(stage, env).await {
         Ok(outcome) => {
             println!("{}", outcome.timeline.render());

@@ -88,6 +88,7 @@ impl Run {
             db_url: db.url(),
             config,
             ledger: Ledger::new(timeline.clone()),
+            fencing: env.fencing,
         };
         timeline.record(
             "harness",
@@ -210,7 +211,7 @@ impl Run {
         self.facts.insert("orders", orders);
         self.facts.insert("initial_stock", self.initial_stock);
         self.facts
-            .insert("stock_left", self.harness_db.read_stock().await?);
+            .insert("stock_left", self.harness_db.read_stock(None).await?);
         if orders > self.initial_stock {
             self.verdict.insert(Finding::Oversold);
             self.narrate(format!(
