@@ -19,6 +19,7 @@ mod replicated;
 mod restart_without_persistence;
 mod run;
 mod slow_business;
+mod stale_write_first;
 
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -128,6 +129,12 @@ pub const SCENARIOS: &[Scenario] = &[
         title: "replies are delayed until the lock's validity is used up",
         not_applicable: network_delay::not_applicable,
         run: |stage, env| Box::pin(network_delay::run(stage, env)),
+    },
+    Scenario {
+        name: "stale-write-first",
+        title: "the holder's business outlives the lock; the new holder reads, then the stale holder writes first",
+        not_applicable: always,
+        run: |stage, env| Box::pin(stale_write_first::run(stage, env)),
     },
 ];
 
