@@ -107,7 +107,10 @@ impl Client {
                 self.ledger.acquired(&self.name, &held);
                 Ok(Some(held))
             }
-            None => Ok(None),
+            None => {
+                self.ledger.not_acquired(&self.name);
+                Ok(None)
+            }
         }
     }
 
