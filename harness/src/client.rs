@@ -11,6 +11,7 @@ use lockcore::{
 
 use crate::error::{HarnessError, Result};
 use crate::fault::FaultPlan;
+use crate::guard::LockGuard;
 use crate::observe::Ledger;
 use crate::workload::{Database, Fencing, Sale};
 
@@ -53,7 +54,7 @@ impl ClientFactory {
         let db = Database::connect(&setup, &self.db_url)
             .await?
             .with_fencing(self.fencing);
-        let lock = (self.stage.connect)(setup).await?;
+        let lock = Arc::from((self.stage.connect)(setup).await?);
         Ok(Client {
             name: name.to_owned(),
             lock,
@@ -68,7 +69,7 @@ impl ClientFactory {
 /// One client of the workload.
 pub struct Client {
     name: String,
-    lock: Box<dyn DistributedLock>,
+    lock: Arc<dyn DistributedLock>,
     db: Database,
     ledger: Ledger,
     faults: FaultPoints,
@@ -112,6 +113,15 @@ impl Client {
                 Ok(None)
             }
         }
+    }
+
+    /// Takes the lock, waiting at most `wait`, as a guard that gives it
+    /// back on every path ([`LockGuard`]).
+    pub async fn acquire_guarded(&self, wait: Duration) -> Result<Option<LockGuard>> {
+        Ok(self
+            .acquire(wait)
+            .await?
+            .map(|held| LockGuard::new(self.lock.clone(), held, &self.name, self.ledger.clone())))
     }
 
     /// Gives the lock back. A refusal (not the owner) is a result here, not

@@ -17,6 +17,10 @@
 //!   8, which stays OVERLAP only because its resource registers the token on
 //!   the read; against the write-only resource it oversells
 //!   (`stage8/tests/stale_writer.rs`).
+//! - business-error (new): stage 1's key never expires, so a skipped release
+//!   is a DEADLOCK; stages with a TTL make the next client wait for the key
+//!   to expire, then carry on (ok); stage 6's watchdog keeps renewing for
+//!   the living client that skipped its release, so it is a DEADLOCK too.
 //!
 //! One row per stage, one column per scenario, in `harness::SCENARIOS`
 //! order. A cell is `ok`, `n/a`, or the findings that must fire, separated
@@ -25,7 +29,7 @@
 use harness::observe::{Finding, Verdict};
 
 /// The columns, in order; checked against `harness::SCENARIOS` by a test.
-pub const COLUMNS: [&str; 12] = [
+pub const COLUMNS: [&str; 13] = [
     "contention",
     "killed-holder",
     "crash-before-expire",
@@ -38,20 +42,21 @@ pub const COLUMNS: [&str; 12] = [
     "reentrant",
     "network-delay",
     "stale-write-first",
+    "business-error",
 ];
 
 #[rustfmt::skip]
-const ROWS: [(&str, [&str; 12]); 9] = [
-    //          contention  killed-holder crash-before  slow-business                      get-del-race      gc-pause                failover                restart-without-pers.   clock-jump              reentrant     network-delay  stale-write-first
-    ("stage0", ["OVERSOLD OVERLAP", "ok",         "n/a",        "OVERSOLD OVERLAP",                "n/a",            "OVERSOLD OVERLAP",     "n/a",                  "n/a",                  "n/a",                  "n/a",      "n/a", "OVERSOLD OVERLAP"]),
-    ("stage1", ["ok",       "DEADLOCK",   "DEADLOCK",   "ok",                              "ok",             "ok",                   "OVERSOLD OVERLAP",     "OVERSOLD OVERLAP",     "ok",                   "DEADLOCK", "DEADLOCK", "ok"]),
-    ("stage2", ["ok",       "ok",         "DEADLOCK",   "OVERSOLD OVERLAP FOREIGN-DELETE", "FOREIGN-DELETE", "OVERSOLD OVERLAP",     "OVERSOLD OVERLAP",     "OVERSOLD OVERLAP",     "OVERSOLD OVERLAP",     "SELF-BLOCKED", "DEADLOCK", "OVERSOLD OVERLAP FOREIGN-DELETE"]),
-    ("stage3", ["ok",       "ok",         "ok",         "OVERSOLD OVERLAP FOREIGN-DELETE", "FOREIGN-DELETE", "OVERSOLD OVERLAP",     "OVERSOLD OVERLAP",     "OVERSOLD OVERLAP",     "OVERSOLD OVERLAP",     "SELF-BLOCKED", "ok", "OVERSOLD OVERLAP FOREIGN-DELETE"]),
-    ("stage4", ["ok",       "ok",         "ok",         "OVERSOLD OVERLAP",                "FOREIGN-DELETE", "OVERSOLD OVERLAP",     "OVERSOLD OVERLAP",     "OVERSOLD OVERLAP",     "OVERSOLD OVERLAP",     "SELF-BLOCKED", "ok", "OVERSOLD OVERLAP"]),
-    ("stage5", ["ok",       "ok",         "ok",         "OVERSOLD OVERLAP",                "ok",             "OVERSOLD OVERLAP",     "OVERSOLD OVERLAP",     "OVERSOLD OVERLAP",     "OVERSOLD OVERLAP",     "SELF-BLOCKED", "ok", "OVERSOLD OVERLAP"]),
-    ("stage6", ["ok",       "ok",         "ok",         "ok",                              "ok",             "OVERSOLD OVERLAP",     "OVERSOLD OVERLAP",     "OVERSOLD OVERLAP",     "OVERSOLD OVERLAP",     "ok",       "ok", "ok"]),
-    ("stage7", ["ok",       "ok",         "ok",         "OVERSOLD OVERLAP",                "ok",             "OVERSOLD OVERLAP",     "n/a",                  "OVERSOLD OVERLAP",     "OVERSOLD OVERLAP",     "SELF-BLOCKED", "REFUSED", "OVERSOLD OVERLAP"]),
-    ("stage8", ["ok",       "ok",         "ok",         "OVERLAP",                         "ok",             "OVERLAP",              "OVERSOLD OVERLAP",     "OVERSOLD OVERLAP",     "OVERLAP",              "SELF-BLOCKED", "ok", "OVERLAP"]),
+const ROWS: [(&str, [&str; 13]); 9] = [
+    //          contention          killed-holder crash-before slow-business                      get-del-race      gc-pause            failover            restart-w/o-pers.   clock-jump          reentrant       network-delay stale-write-first                  business-error
+    ("stage0", ["OVERSOLD OVERLAP", "ok",         "n/a",       "OVERSOLD OVERLAP",                "n/a",            "OVERSOLD OVERLAP", "n/a",              "n/a",              "n/a",              "n/a",          "n/a",        "OVERSOLD OVERLAP",                "n/a"]),
+    ("stage1", ["ok",               "DEADLOCK",   "DEADLOCK",  "ok",                              "ok",             "ok",               "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "ok",               "DEADLOCK",     "DEADLOCK",   "ok",                              "DEADLOCK"]),
+    ("stage2", ["ok",               "ok",         "DEADLOCK",  "OVERSOLD OVERLAP FOREIGN-DELETE", "FOREIGN-DELETE", "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "SELF-BLOCKED", "DEADLOCK",   "OVERSOLD OVERLAP FOREIGN-DELETE", "ok"]),
+    ("stage3", ["ok",               "ok",         "ok",        "OVERSOLD OVERLAP FOREIGN-DELETE", "FOREIGN-DELETE", "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "SELF-BLOCKED", "ok",         "OVERSOLD OVERLAP FOREIGN-DELETE", "ok"]),
+    ("stage4", ["ok",               "ok",         "ok",        "OVERSOLD OVERLAP",                "FOREIGN-DELETE", "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "SELF-BLOCKED", "ok",         "OVERSOLD OVERLAP",                "ok"]),
+    ("stage5", ["ok",               "ok",         "ok",        "OVERSOLD OVERLAP",                "ok",             "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "SELF-BLOCKED", "ok",         "OVERSOLD OVERLAP",                "ok"]),
+    ("stage6", ["ok",               "ok",         "ok",        "ok",                              "ok",             "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "ok",           "ok",         "ok",                              "DEADLOCK"]),
+    ("stage7", ["ok",               "ok",         "ok",        "OVERSOLD OVERLAP",                "ok",             "OVERSOLD OVERLAP", "n/a",              "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "SELF-BLOCKED", "REFUSED",    "OVERSOLD OVERLAP",                "ok"]),
+    ("stage8", ["ok",               "ok",         "ok",        "OVERLAP",                         "ok",             "OVERLAP",          "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "OVERLAP",          "SELF-BLOCKED", "ok",         "OVERLAP",                         "ok"]),
 ];
 
 /// What a cell should show.

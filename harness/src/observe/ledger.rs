@@ -21,6 +21,9 @@ pub enum Entry {
     Released(Release),
     /// The client died holding whatever it held (crash, `kill -9`).
     Died,
+    /// The client left its critical section without releasing (its
+    /// business failed and the release was skipped); the lock stays taken.
+    Left,
     /// The client starts asking for the lock for up to `patience`: a
     /// window in which the observers look for a deadlock.
     Asking {
@@ -135,6 +138,11 @@ impl Ledger {
             Release::StillHeld(n) => format!("released one hold; still held {n} time(s)"),
         };
         self.push(client, Entry::Released(outcome), text);
+    }
+
+    /// `client` left its critical section without releasing; `why`.
+    pub fn left(&self, client: &str, why: &str) {
+        self.push(client, Entry::Left, why.to_owned());
     }
 
     /// `client` died (`how`: "crashed at after-setnx", "killed with kill -9").
@@ -260,8 +268,8 @@ impl Ledger {
     }
 
     /// Pairs of clients whose critical sections overlapped. A section runs
-    /// from `Acquired` to the client's next `ReleaseSent` or `Died` (or to
-    /// the end of the run).
+    /// from `Acquired` to the client's next `ReleaseSent`, `Died` or `Left`
+    /// (or to the end of the run).
     pub fn overlaps(&self) -> Vec<Overlap> {
         let records = self.records();
         let mut sections: Vec<(String, Instant, Option<Instant>)> = Vec::new();
@@ -272,7 +280,8 @@ impl Ledger {
             let end = records[i + 1..]
                 .iter()
                 .find(|r| {
-                    r.client == record.client && matches!(r.entry, Entry::ReleaseSent | Entry::Died)
+                    r.client == record.client
+                        && matches!(r.entry, Entry::ReleaseSent | Entry::Died | Entry::Left)
                 })
                 .map(|r| r.at);
             sections.push((record.client.clone(), record.at, end));

@@ -189,6 +189,21 @@ impl Timeline {
         }
     }
 
+    /// How many events match `counted` after the first event that matches
+    /// `after` (none if nothing matches `after`): "renewals after the
+    /// unlock", read from the timeline rather than from a clock.
+    pub fn count_after(
+        &self,
+        after: impl Fn(&Event) -> bool,
+        counted: impl Fn(&Event) -> bool,
+    ) -> usize {
+        let events = self.events();
+        events
+            .iter()
+            .position(after)
+            .map_or(0, |i| events[i + 1..].iter().filter(|e| counted(e)).count())
+    }
+
     /// Time since the start.
     pub fn offset(&self, at: SystemTime) -> Duration {
         at.duration_since(self.start).unwrap_or_default()

@@ -5,6 +5,7 @@
 //! Redis events, never on luck), and returns an [`Outcome`]: the verdict of
 //! the observers, the facts it measured, and the timeline.
 
+mod business_error;
 mod clock_jump;
 mod contention;
 mod crash_before_expire;
@@ -135,6 +136,12 @@ pub const SCENARIOS: &[Scenario] = &[
         title: "the holder's business outlives the lock; the new holder reads, then the stale holder writes first",
         not_applicable: always,
         run: |stage, env| Box::pin(stale_write_first::run(stage, env)),
+    },
+    Scenario {
+        name: "business-error",
+        title: "the business fails inside the critical section and the release is skipped",
+        not_applicable: business_error::not_applicable,
+        run: |stage, env| Box::pin(business_error::run(stage, env)),
     },
 ];
 
