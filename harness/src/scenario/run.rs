@@ -28,6 +28,9 @@ pub struct Run {
     /// Numbers the scenario measured.
     pub facts: BTreeMap<&'static str, i64>,
     initial_stock: i64,
+    /// Until when the holder's lock is sure to be valid, once
+    /// [`Run::hold_bare_majority`] has taken it.
+    pub(super) holder_valid_until: Option<tokio::time::Instant>,
     harness_db: Database,
     /// `watchers[i]` watches `nodes[i]`; the last one, the database.
     watchers: Vec<Option<NodeWatcher>>,
@@ -105,6 +108,7 @@ impl Run {
             factory,
             facts: BTreeMap::new(),
             initial_stock: stock,
+            holder_valid_until: None,
             harness_db,
             watchers,
         })
