@@ -10,9 +10,11 @@
 //! - [`holder`]: lock holders in processes of their own, for `kill -9` and
 //!   SIGSTOP;
 //! - [`workload`]: the articles' stock deduction on a database node;
-//! - [`observe`]: the ledger, the observers (oversold, overlap, foreign
-//!   delete, deadlock) and the timeline built from `MONITOR`, expiry
-//!   notifications and the clients' replies;
+//! - [`guard`]: the release that runs on every path (drop, error, panic);
+//! - [`observe`]: what a run recorded (the clients' ledger, each node's
+//!   own record of its keys from `MONITOR` and keyspace notifications, the
+//!   timeline with the clients' replies) and the judge, the only code that
+//!   turns records into findings;
 //! - [`scenario`]: the fault stories, runnable against any stage, and the
 //!   topologies they need (master + replica, Redlock's masters behind
 //!   proxies);
@@ -25,6 +27,7 @@ pub mod client;
 pub mod control;
 pub mod error;
 pub mod fault;
+pub mod guard;
 pub mod holder;
 pub mod observe;
 pub mod process;

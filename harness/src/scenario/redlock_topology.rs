@@ -76,12 +76,27 @@ impl Run {
         self.factory.lock_urls.len() / 2 + 1
     }
 
-    /// How long a contender tries while the holder's lock should still be
-    /// good: a fifth of the TTL, begun right after the fault. Whatever it
-    /// gets in that window it got while the holder's lease (and, on
-    /// Redlock, its validity) still had most of its time to run.
+    /// How long a contender tries while the holder's lock is still good:
+    /// from now until a fifth of the TTL before the holder's lock could
+    /// expire on its own (its validity on Redlock, its TTL elsewhere,
+    /// counted from the start of its acquire), so that what the contender
+    /// gets it gets from the fault, not from an expiry, and an attempt begun
+    /// at the very end must itself take a fifth of a TTL to reach the
+    /// holder's natural expiry. Never less than a fifth of the TTL: when the
+    /// fault itself took most of the lock's time (a restart on a loaded
+    /// machine), the contender still gets that long, and the timeline says
+    /// how much of the holder's time was left.
     pub fn contender_window(&self) -> Duration {
-        self.env.timing.ttl / 5
+        let margin = self.env.timing.ttl / 5;
+        self.holder_time_left().saturating_sub(margin).max(margin)
+    }
+
+    /// How long the holder's lock is still sure to be valid (zero when it
+    /// was not taken through [`Run::hold_bare_majority`]).
+    fn holder_time_left(&self) -> Duration {
+        self.holder_valid_until
+            .map(|until| until.saturating_duration_since(tokio::time::Instant::now()))
+            .unwrap_or_default()
     }
 
     /// Right after a fault, client `name` tries for the
@@ -92,8 +107,9 @@ impl Run {
         let contender = self.client(name).await?;
         let window = self.contender_window();
         self.narrate(format!(
-            "{name} tries for {}ms, while client-A's lock should still be good",
-            window.as_millis()
+            "{name} tries for {}ms; client-A's lock is good for {}ms more",
+            window.as_millis(),
+            self.holder_time_left().as_millis()
         ));
         let taken = contender.acquire(window).await?;
         self.facts
@@ -125,11 +141,13 @@ impl Run {
         if count > 1 {
             proxies.cut_off(client.name(), quorum..count);
         }
+        let asked = tokio::time::Instant::now();
         let held = client.acquire(self.env.timing.patience()).await?;
         proxies.heal(client.name());
         let held = held.ok_or_else(|| {
             HarnessError::Unsupported(format!("{} could not take a free lock", client.name()))
         })?;
+        self.holder_valid_until = Some(asked + held.validity.unwrap_or(self.env.timing.ttl));
         let holding = self.nodes_holding_lock().await?;
         self.facts
             .insert("holder_nodes", i64::try_from(holding).unwrap_or(-1));
