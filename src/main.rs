@@ -14,6 +14,7 @@
 mod cli;
 mod commands;
 mod matrix;
+mod render;
 mod stages;
 
 use std::process::ExitCode;

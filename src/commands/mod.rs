@@ -1,5 +1,6 @@
 //! One module per subcommand.
 
+mod book_assets;
 pub mod holder;
 mod list;
 mod matrix;
@@ -18,8 +19,17 @@ pub async fn dispatch(command: Command) -> Result<(), Failure> {
             list::print();
             Ok(())
         }
-        Command::Run { stage, scenario } => {
-            run::run(stage_named(&stage)?, scenario_named(&scenario)?).await
+        Command::Run {
+            stage,
+            scenario,
+            diagram,
+            html,
+        } => {
+            let output = run::Output {
+                diagram,
+                html: html.as_deref(),
+            };
+            run::run(stage_named(&stage)?, scenario_named(&scenario)?, output).await
         }
         Command::Matrix {
             stages,
@@ -27,7 +37,9 @@ pub async fn dispatch(command: Command) -> Result<(), Failure> {
             json,
             out,
             jobs,
-        } => matrix::run(&stages, &scenarios, json, &out, jobs).await,
+            html,
+        } => matrix::run(&stages, &scenarios, json, &out, jobs, html.as_deref()).await,
+        Command::BookAssets { check, book } => book_assets::run_all(&book, check).await,
         Command::Holder { .. } => unreachable!("the holder runs without the CLI's runtime"),
     }
 }
@@ -51,4 +63,14 @@ pub fn scenario_named(name: &str) -> Result<&'static Scenario, Failure> {
             names.join(", ")
         ))
     })
+}
+
+/// Writes `text` to `path`, creating its folder, or a clear error.
+pub fn write_file(path: &std::path::Path, text: &str) -> Result<(), Failure> {
+    if let Some(folder) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(folder)
+            .map_err(|e| Failure::failed(format!("cannot create {}: {e}", folder.display())))?;
+    }
+    std::fs::write(path, text)
+        .map_err(|e| Failure::failed(format!("cannot write {}: {e}", path.display())))
 }
