@@ -61,6 +61,10 @@ pub enum Command {
         /// shows the runs it names.
         #[arg(long)]
         check: bool,
+        /// Run only this one (repeatable): `stage4-get-del-race`. The other
+        /// runs, and the chapters' sentences about them, stay as they are.
+        #[arg(long, value_name = "STAGE-SCENARIO")]
+        only: Vec<String>,
         /// The book's source folder.
         #[arg(long, default_value = "book/src")]
         book: std::path::PathBuf,

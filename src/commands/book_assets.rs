@@ -9,7 +9,10 @@
 //!   block that wraps to the book's column;
 //! - `<stage>-<scenario>.diagram.md`: its Mermaid sequence diagram.
 //!
-//! Chapters show them with `{{#include generated/…}}`. `--check` runs
+//! Chapters show them with `{{#include generated/…}}`; their sentences
+//! quote these runs (a count of retries, a time), so adding a run to the
+//! book is `book-assets --only <stage>-<scenario>`, which leaves the others
+//! as they are. `--check` runs
 //! nothing: it renders every recorded run again with today's code and fails
 //! when a committed file differs (the format changed: run `book-assets`
 //! again), when a listed run is missing, and when a chapter names a run it
@@ -91,17 +94,30 @@ impl BookRun {
 /// The folder, inside the book's source, of the generated files.
 const GENERATED: &str = "generated";
 
-/// Runs the book's stories (or, with `check`, checks the committed files).
-pub async fn run_all(book: &Path, check: bool) -> Result<(), Failure> {
+/// Runs the book's stories (those named in `only`, or all), then checks
+/// the result; with `check`, only checks the committed files.
+pub async fn run_all(book: &Path, check: bool, only: &[String]) -> Result<(), Failure> {
     if check {
         return check_all(book);
     }
-    // Every name first, so a typo in the list fails before any run.
+    // Every name first, so a typo fails before any run.
     for r in BOOK_RUNS {
         stage_named(r.stage)?;
         scenario_named(r.scenario)?;
     }
-    for r in BOOK_RUNS {
+    for name in only {
+        if !BOOK_RUNS.iter().any(|r| r.base() == *name) {
+            let names: Vec<String> = BOOK_RUNS.iter().map(BookRun::base).collect();
+            return Err(Failure::bad_input(format!(
+                "the book shows no run `{name}`; its runs are {}",
+                names.join(", ")
+            )));
+        }
+    }
+    let chosen = BOOK_RUNS
+        .iter()
+        .filter(|r| only.is_empty() || only.contains(&r.base()));
+    for r in chosen {
         let stage = stage_named(r.stage)?;
         let scenario = scenario_named(r.scenario)?;
         eprintln!("running {} x {}", r.stage, r.scenario);
@@ -124,11 +140,7 @@ pub async fn run_all(book: &Path, check: bool) -> Result<(), Failure> {
             write_file(&dir.join(name), &text)?;
         }
     }
-    eprintln!(
-        "{} runs written to {}",
-        BOOK_RUNS.len(),
-        book.join(GENERATED).display()
-    );
+    eprintln!("written to {}", book.join(GENERATED).display());
     check_all(book)
 }
 
@@ -193,9 +205,9 @@ fn check_all(book: &Path) -> Result<(), Failure> {
     Err(Failure::failed(message))
 }
 
-/// A chapter shows each run the list gives it; it includes only listed
-/// runs; and a run it names in its prose (`run stage4 get-del-race`) is
-/// one it shows.
+/// A chapter shows (by its timeline or its diagram) each run the list
+/// gives it; it includes only listed runs; and a run it names in its prose
+/// (`run stage4 get-del-race`) is one it shows.
 fn chapter_problems(book: &Path) -> Vec<String> {
     let mut problems = Vec::new();
     let Ok(entries) = std::fs::read_dir(book) else {
@@ -213,16 +225,19 @@ fn chapter_problems(book: &Path) -> Vec<String> {
             .to_string_lossy()
             .into_owned();
         let text = std::fs::read_to_string(&path).unwrap_or_default();
+        // Its timeline or its diagram shows a run.
         let shows = |r: &BookRun| {
-            text.contains(&format!(
-                "{{{{#include {GENERATED}/{}.timeline.md}}}}",
-                r.base()
-            ))
+            ["timeline", "diagram"].iter().any(|kind| {
+                text.contains(&format!(
+                    "{{{{#include {GENERATED}/{}.{kind}.md}}}}",
+                    r.base()
+                ))
+            })
         };
         for r in BOOK_RUNS.iter().filter(|r| r.chapter == name) {
             if !shows(r) {
                 problems.push(format!(
-                    "{name} does not include {GENERATED}/{}.timeline.md",
+                    "{name} shows neither {GENERATED}/{0}.timeline.md nor {0}.diagram.md",
                     r.base()
                 ));
             }
@@ -247,7 +262,7 @@ fn chapter_problems(book: &Path) -> Vec<String> {
                 .any(|r| r.stage == stage && r.scenario == scenario && shows(r));
             if !shown {
                 problems.push(format!(
-                    "{name} names `run {stage} {scenario}` but does not show its timeline"
+                    "{name} names `run {stage} {scenario}` but shows neither its timeline nor its diagram"
                 ));
             }
         }

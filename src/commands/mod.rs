@@ -39,7 +39,9 @@ pub async fn dispatch(command: Command) -> Result<(), Failure> {
             jobs,
             html,
         } => matrix::run(&stages, &scenarios, json, &out, jobs, html.as_deref()).await,
-        Command::BookAssets { check, book } => book_assets::run_all(&book, check).await,
+        Command::BookAssets { check, only, book } => {
+            book_assets::run_all(&book, check, &only).await
+        }
         Command::Holder { .. } => unreachable!("the holder runs without the CLI's runtime"),
     }
 }
