@@ -6,7 +6,8 @@ what the course promises about them:
   its source declares;
 - nothing is wider than its column: no code block, timeline or table
   overflows, and the page itself does not scroll sideways;
-- with --table, the page's table shows every row and column it has.
+- with --table, the page's table has the rows and columns it should (and, as
+  it does not overflow, shows them all).
 
 It drives Chromium over the DevTools protocol on a pipe (--remote-debugging-pipe),
 so it needs nothing but Python's standard library and Debian's `chromium`.
@@ -67,7 +68,7 @@ CHECKS = """
   for (const el of blocks) {
     const what = el.tagName === 'TABLE' ? 'a table' :
       (el.classList.contains('timeline') ? 'a timeline' : 'a code block');
-    const start = (el.textContent || '').trim().slice(0, 60);
+    const start = (el.textContent || '').trim().split('\\n')[0].slice(0, 60);
     if (el.scrollWidth > el.clientWidth + 1) {
       problems.push(`${what} scrolls sideways (${el.scrollWidth} > ${el.clientWidth} px): ${start}`);
     }
@@ -180,8 +181,10 @@ def check(browser, path, shots, table):
             break
         time.sleep(0.2)
     time.sleep(0.3)
-    result = json.loads(s('Runtime.evaluate', {'expression': CHECKS,
-                                               'returnByValue': True})['result']['value'])
+    evaluated = s('Runtime.evaluate', {'expression': CHECKS, 'returnByValue': True})
+    if 'exceptionDetails' in evaluated:
+        raise RuntimeError(f'the checks failed to run: {evaluated["exceptionDetails"]}')
+    result = json.loads(evaluated['result']['value'])
     metrics = s('Page.getLayoutMetrics')['cssContentSize']
     height = min(int(metrics['height']), 12000)
     shot = s('Page.captureScreenshot', {
@@ -189,8 +192,10 @@ def check(browser, path, shots, table):
         'clip': {'x': 0, 'y': 0, 'width': WIDTH, 'height': height, 'scale': 1}})
     name = Path(path).parent.name + '-' + Path(path).stem + '.png'
     (shots / name).write_bytes(base64.b64decode(shot['data']))
-    if table and not result['table']:
-        result['problems'].append('no table on the page')
+    if table:
+        rows, columns = (int(n) for n in table.split('x'))
+        if result['table'] != {'rows': rows, 'columns': columns}:
+            result['problems'].append(f'the table is {result["table"]}, not {rows} x {columns}')
     browser.send('Target.closeTarget', {'targetId': target})
     return result, shots / name
 
@@ -198,8 +203,8 @@ def check(browser, path, shots, table):
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument('--shots', required=True, type=Path)
-    parser.add_argument('--table', action='store_true',
-                        help='the pages must show a table')
+    parser.add_argument('--table', metavar='ROWSxCOLUMNS',
+                        help='the pages must show a table of this shape, headers included')
     parser.add_argument('--diagram', action='store_true',
                         help='the pages must show at least one diagram')
     parser.add_argument('pages', nargs='+')

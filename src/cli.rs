@@ -61,6 +61,10 @@ pub enum Command {
         /// shows the runs it names.
         #[arg(long)]
         check: bool,
+        /// Run nothing: write the timelines and diagrams again from the
+        /// recorded runs, in the current format.
+        #[arg(long, conflicts_with = "check")]
+        render_only: bool,
         /// Run only this one (repeatable): `stage4-get-del-race`. The other
         /// runs, and the chapters' sentences about them, stay as they are.
         #[arg(long, value_name = "STAGE-SCENARIO")]

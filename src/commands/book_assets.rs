@@ -12,7 +12,8 @@
 //! Chapters show them with `{{#include generated/…}}`; their sentences
 //! quote these runs (a count of retries, a time), so adding a run to the
 //! book is `book-assets --only <stage>-<scenario>`, which leaves the others
-//! as they are. `--check` runs
+//! as they are, and a new format is `book-assets --render-only`, which
+//! runs nothing. `--check` runs
 //! nothing: it renders every recorded run again with today's code and fails
 //! when a committed file differs (the format changed: run `book-assets`
 //! again), when a listed run is missing, and when a chapter names a run it
@@ -141,6 +142,27 @@ pub async fn run_all(book: &Path, check: bool, only: &[String]) -> Result<(), Fa
         }
     }
     eprintln!("written to {}", book.join(GENERATED).display());
+    check_all(book)
+}
+
+/// Writes every run's files again from what it recorded, in today's format.
+pub fn render_again(book: &Path) -> Result<(), Failure> {
+    let dir = book.join(GENERATED);
+    for r in BOOK_RUNS {
+        let recorded = dir.join(format!("{}.events.tsv", r.base()));
+        let text = std::fs::read_to_string(&recorded).map_err(|e| {
+            Failure::failed(format!(
+                "cannot read {} ({e}): run `book-assets --only {}`",
+                recorded.display(),
+                r.base()
+            ))
+        })?;
+        let timeline = Timeline::from_recorded(&text)
+            .map_err(|e| Failure::failed(format!("{}: {e}", recorded.display())))?;
+        for (name, text) in rendered(r, &timeline) {
+            write_file(&dir.join(name), &text)?;
+        }
+    }
     check_all(book)
 }
 

@@ -39,8 +39,17 @@ pub async fn dispatch(command: Command) -> Result<(), Failure> {
             jobs,
             html,
         } => matrix::run(&stages, &scenarios, json, &out, jobs, html.as_deref()).await,
-        Command::BookAssets { check, only, book } => {
-            book_assets::run_all(&book, check, &only).await
+        Command::BookAssets {
+            check,
+            render_only,
+            only,
+            book,
+        } => {
+            if render_only {
+                book_assets::render_again(&book)
+            } else {
+                book_assets::run_all(&book, check, &only).await
+            }
         }
         Command::Holder { .. } => unreachable!("the holder runs without the CLI's runtime"),
     }

@@ -82,10 +82,12 @@ fn index(cells: &[Cell]) -> String {
     }
     body.push_str("</table>\n<h2>Legend</h2>\n<dl>\n");
     for (label, meaning) in legend_entries() {
+        // This page lists the reasons itself, below.
+        let meaning = meaning.replace("reasons in matrix.md", "reasons below");
         let _ = writeln!(
             body,
             "<dt><b>{label}</b></dt><dd>{}</dd>",
-            html::escape(meaning)
+            html::escape(&meaning)
         );
     }
     body.push_str("</dl>\n");

@@ -39,8 +39,9 @@ impl Lifelines {
     fn of(runs: &[Repeated]) -> Self {
         let mut clients: Vec<String> = Vec::new();
         let mut nodes: Vec<String> = Vec::new();
-        // Nodes in the order clients first use them (the lock before the
-        // stock), then those only the harness touched.
+        // Nodes in the order clients first use them, then those only the
+        // harness touched; the stock's database (`db`), which is no part of
+        // the lock, last.
         for clients_only in [true, false] {
             for e in runs.iter().map(|r| &r.event) {
                 if let Some(node) = &e.node
@@ -53,6 +54,10 @@ impl Lifelines {
                     clients.push(e.actor.clone());
                 }
             }
+        }
+        if let Some(db) = nodes.iter().position(|n| n == "db") {
+            let db = nodes.remove(db);
+            nodes.push(db);
         }
         Self { clients, nodes }
     }
