@@ -27,10 +27,9 @@ pub fn sequence_diagram(timeline: &Timeline) -> String {
     Diagram::new(timeline).draw()
 }
 
-/// Who appears in the diagram, left to right.
+/// Who appears in the diagram. Each gets the alias `P<position>`, so no
+/// name can clash with a Mermaid keyword.
 struct Lifelines {
-    /// `(alias, label)`; aliases are `P0`, `P1`… so no name can clash with
-    /// a Mermaid keyword.
     clients: Vec<String>,
     nodes: Vec<String>,
 }
@@ -100,7 +99,7 @@ struct Diagram {
 
 impl Diagram {
     fn new(timeline: &Timeline) -> Self {
-        let runs = timeline.folded();
+        let runs = fold_interleaved_retries(timeline.folded());
         let lifelines = Lifelines::of(&runs);
         Self {
             runs,
@@ -256,6 +255,31 @@ impl Diagram {
     }
 }
 
+/// Several clients retrying at once interleave, so the timeline's folding
+/// (the same line back to back) leaves one line per attempt. Here a command
+/// that its client sends again, having done nothing else in between, joins
+/// its first attempt's count, whatever the other clients did meanwhile: each
+/// client's own story stays in its order, and its `loop` box says until when
+/// it went on.
+fn fold_interleaved_retries(runs: Vec<Repeated>) -> Vec<Repeated> {
+    let is_command = |e: &Event| e.node.is_some() && e.actor != "redis" && !e.text.starts_with(' ');
+    let mut out: Vec<Repeated> = Vec::new();
+    for run in runs {
+        let previous = out
+            .iter_mut()
+            .rev()
+            .find(|r| r.event.actor == run.event.actor);
+        match previous {
+            Some(previous) if is_command(&run.event) && previous.event.same_as(&run.event) => {
+                previous.count += run.count;
+                previous.last = run.last;
+            }
+            _ => out.push(run),
+        }
+    }
+    out
+}
+
 /// A verdict line of the harness: `verdict: …` or `OVERSOLD: …`.
 fn is_verdict(text: &str) -> bool {
     text.starts_with("verdict:")
@@ -357,6 +381,44 @@ mod tests {
             2,
             "the 43 refusals and the success:\n{diagram}"
         );
+    }
+
+    /// Arrows to a node (replies are `-->>`).
+    fn requests(diagram: &str) -> usize {
+        diagram
+            .lines()
+            .filter(|l| l.contains("->>") && !l.contains("-->>"))
+            .count()
+    }
+
+    #[test]
+    fn interleaved_retries_of_several_clients_fold_per_client() {
+        let timeline = Timeline::new();
+        for _ in 0..5 {
+            command(&timeline, "client-B", "SET lock:stock b NX PX 300 -> nil");
+            command(&timeline, "client-C", "SET lock:stock c NX PX 300 -> nil");
+        }
+        command(&timeline, "client-B", "SET lock:stock b NX PX 300 -> OK");
+        let diagram = sequence_diagram(&timeline);
+        assert_eq!(diagram.matches("loop 5 times").count(), 2, "{diagram}");
+        assert_eq!(requests(&diagram), 3, "{diagram}");
+        let last = diagram.rfind("SET lock:stock b").unwrap_or_default();
+        assert!(
+            diagram[last..].contains("OK"),
+            "B's success stays last:\n{diagram}"
+        );
+    }
+
+    #[test]
+    fn a_client_that_sent_something_else_in_between_is_not_folded() {
+        let timeline = Timeline::new();
+        for _ in 0..2 {
+            command(&timeline, "client-A", "GET lock:stock -> a");
+            command(&timeline, "client-A", "PTTL lock:stock -> 100");
+        }
+        let diagram = sequence_diagram(&timeline);
+        assert!(!diagram.contains("loop"), "{diagram}");
+        assert_eq!(requests(&diagram), 4, "{diagram}");
     }
 
     #[test]
