@@ -292,26 +292,48 @@ fn chapter_problems(book: &Path) -> Vec<String> {
     problems
 }
 
-/// The runs a chapter's prose names as `-- run <stage> <scenario>`; code
+/// The runs a chapter's prose names: `-- run <stage> <scenario>`, and in a
+/// paragraph that says "real run", `cargo test -p <stage> --test <file>`
+/// whose file is a scenario's (`get_del_race`: `get-del-race`). Code
 /// blocks, which tell readers what to type, are left out.
 fn named_runs(text: &str) -> Vec<(String, String)> {
     let mut runs = Vec::new();
     let mut in_code = false;
+    let mut prose = String::new();
     for line in text.lines() {
         if line.trim_start().starts_with("```") {
             in_code = !in_code;
             continue;
         }
-        if in_code {
+        if !in_code {
+            prose.push_str(line);
+            prose.push('\n');
+        }
+    }
+    // The first words of `text`, without the Markdown around them.
+    let words = |text: &str, n: usize| -> Vec<String> {
+        text.split(|c: char| c.is_whitespace() || c == '`' || c == ')' || c == ':')
+            .filter(|w| !w.is_empty())
+            .take(n)
+            .map(str::to_owned)
+            .collect()
+    };
+    for paragraph in prose.split("\n\n") {
+        let paragraph = paragraph.replace('\n', " ");
+        for named in paragraph.split("-- run ").skip(1) {
+            if let [stage, scenario] = &words(named, 2)[..] {
+                runs.push((stage.clone(), scenario.clone()));
+            }
+        }
+        if !paragraph.contains("real run") {
             continue;
         }
-        for named in line.split("-- run ").skip(1) {
-            let mut words = named.split(|c: char| c.is_whitespace() || c == '`' || c == ')');
-            if let (Some(stage), Some(scenario)) = (words.next(), words.next())
-                && !stage.is_empty()
-                && !scenario.is_empty()
+        for test in paragraph.split("cargo test -p ").skip(1) {
+            if let [stage, flag, file] = &words(test, 3)[..]
+                && flag == "--test"
+                && scenario_named(&file.replace('_', "-")).is_ok()
             {
-                runs.push((stage.to_owned(), scenario.to_owned()));
+                runs.push((stage.clone(), file.replace('_', "-")));
             }
         }
     }
@@ -328,6 +350,18 @@ mod tests {
             assert!(stage_named(r.stage).is_ok(), "{}", r.stage);
             assert!(scenario_named(r.scenario).is_ok(), "{}", r.scenario);
         }
+    }
+
+    #[test]
+    fn a_real_run_of_a_scenarios_test_names_that_run() {
+        let text = "A real run of\n`cargo test -p stage4 --test get_del_race -- --nocapture`:\n\n\
+                    See `cargo test -p stage4 --test slow_business`.\n\n\
+                    A real run of `cargo test -p stage6 --test pubsub_wait`:\n";
+        assert_eq!(
+            named_runs(text),
+            vec![("stage4".to_owned(), "get-del-race".to_owned())],
+            "only a real run, and only of a scenario"
+        );
     }
 
     #[test]
