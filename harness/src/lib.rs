@@ -14,7 +14,8 @@
 //! - [`observe`]: what a run recorded (the clients' ledger, each node's
 //!   own record of its keys from `MONITOR` and keyspace notifications, the
 //!   timeline with the clients' replies) and the judge, the only code that
-//!   turns records into findings;
+//!   turns records into findings; the timeline is also drawn as a Mermaid
+//!   sequence diagram;
 //! - [`scenario`]: the fault stories, runnable against any stage, and the
 //!   topologies they need (master + replica, Redlock's masters behind
 //!   proxies);

@@ -160,7 +160,8 @@ impl<'a> Report<'a> {
     }
 }
 
-fn short(cell: &Cell) -> String {
+/// A cell as the table prints it: its verdict, `n/a` or `ERROR`.
+pub fn short(cell: &Cell) -> String {
     match &cell.result {
         CellResult::Ran(verdict) => verdict.to_string(),
         CellResult::NotApplicable(_) => "n/a".to_owned(),
@@ -168,7 +169,8 @@ fn short(cell: &Cell) -> String {
     }
 }
 
-fn expected_label(expected: &Expected) -> String {
+/// An expectation as the table would print it.
+pub fn expected_label(expected: &Expected) -> String {
     match expected {
         Expected::Verdict(verdict) => verdict.to_string(),
         Expected::NotApplicable => "n/a".to_owned(),
@@ -176,9 +178,9 @@ fn expected_label(expected: &Expected) -> String {
 }
 
 /// Every word a cell can show, with what it means.
-fn legend_entries() -> Vec<(&'static str, &'static str)> {
+pub fn legend_entries() -> Vec<(&'static str, &'static str)> {
     let mut entries = vec![("ok", "no observer fired")];
-    entries.extend(Finding::ALL.map(|f| (f.label(), f.meaning())));
+    entries.extend(Finding::ALL.iter().map(|f| (f.label(), f.meaning())));
     entries.push((
         "n/a",
         "the story does not apply to this stage (reasons in matrix.md)",

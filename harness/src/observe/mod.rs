@@ -3,14 +3,16 @@
 
 mod judge;
 mod keyspace;
+mod diagram;
 mod ledger;
 mod monitor;
 mod timeline;
 mod verdict;
 
+pub use diagram::sequence_diagram;
 pub use judge::{Evidence, judge};
 pub use keyspace::{Change, KeyChange, KeyRecord, NodeKeys};
 pub use ledger::{Ask, Entry, ForeignDelete, Ledger, Overlap, short};
 pub use monitor::NodeWatcher;
-pub use timeline::{Event, Timeline};
+pub use timeline::{Event, Repeated, Timeline};
 pub use verdict::{Finding, Verdict};
