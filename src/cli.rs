@@ -29,6 +29,11 @@ pub enum Command {
         /// Also write a self-contained page (diagram, timeline, verdict).
         #[arg(long, value_name = "FILE")]
         html: Option<std::path::PathBuf>,
+        /// How stage 8's resource checks fencing tokens: `reads-and-writes`
+        /// (the fix, the default) or `write-only` (the lesson: try it with
+        /// `stale-write-first`).
+        #[arg(long, default_value = "reads-and-writes", value_name = "MODE")]
+        fencing: String,
     },
     /// Runs every scenario against every stage and compares each cell with
     /// the expected matrix. Exits 1, listing the cells, when any differs.

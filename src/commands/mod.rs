@@ -8,6 +8,7 @@ mod matrix;
 mod run;
 
 use harness::Scenario;
+use harness::workload::Fencing;
 use lockcore::StageEntry;
 
 use crate::cli::Command;
@@ -25,10 +26,12 @@ pub async fn dispatch(command: Command) -> Result<(), Failure> {
             scenario,
             diagram,
             html,
+            fencing,
         } => {
             let output = run::Output {
                 diagram,
                 html: html.as_deref(),
+                fencing: fencing_named(&fencing)?,
             };
             run::run(stage_named(&stage)?, scenario_named(&scenario)?, output).await
         }
@@ -66,6 +69,17 @@ pub async fn dispatch(command: Command) -> Result<(), Failure> {
         }
         Command::Holder { .. } => unreachable!("the holder runs without the CLI's runtime"),
     }
+}
+
+/// The fencing mode called `label`, or a clear error naming the choices.
+pub fn fencing_named(label: &str) -> Result<Fencing, Failure> {
+    Fencing::from_label(label).ok_or_else(|| {
+        let labels: Vec<&str> = Fencing::ALL.iter().map(|f| f.label()).collect();
+        Failure::bad_input(format!(
+            "unknown fencing mode `{label}`; the modes are {}",
+            labels.join(", ")
+        ))
+    })
 }
 
 /// The stage called `name`, or a clear error naming the choices.

@@ -4,6 +4,7 @@ use std::path::Path;
 
 use harness::holder::Launcher;
 use harness::observe::{Finding, sequence_diagram};
+use harness::workload::Fencing;
 use harness::{Scenario, ScenarioEnv};
 use lockcore::StageEntry;
 
@@ -33,6 +34,8 @@ pub struct Output<'a> {
     pub diagram: bool,
     /// A page to write.
     pub html: Option<&'a Path>,
+    /// How stage 8's resource checks fencing tokens.
+    pub fencing: Fencing,
 }
 
 /// Runs `scenario` against `stage` and prints the timeline (or diagram)
@@ -69,7 +72,10 @@ pub async fn run(
         say(format!("verdict: n/a ({reason})"));
         return Ok(());
     }
-    let env = ScenarioEnv::from_env(launcher(&stage)?)?;
+    let env = ScenarioEnv {
+        fencing: output.fencing,
+        ..ScenarioEnv::from_env(launcher(&stage)?)?
+    };
     let outcome = (scenario.run)(stage, env).await?;
     if output.diagram {
         print!("{}", sequence_diagram(&outcome.timeline));

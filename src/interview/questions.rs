@@ -504,7 +504,8 @@ pub const QUESTIONS: &[Question] = &[
         ask: "Why unlock in `finally`, and what if the business throws?",
         answer: "A release that sits after the business is skipped when the business fails. Without \
                  a TTL the lock stays for ever; with one, every other client waits out the TTL for \
-                 a lock nobody uses.\n\n\
+                 a lock nobody uses. A watchdog makes it worse: the process is still alive, so its \
+                 watchdog keeps renewing a lock that nobody will ever release (stage 6).\n\n\
                  Java releases in `finally`. Rust's answer is a guard: a value whose `Drop` releases \
                  (or hands the release to a task), so every path out of the critical section, error \
                  and panic included, gives the lock back.",
@@ -521,10 +522,14 @@ pub const QUESTIONS: &[Question] = &[
             on(6, "business-error"),
         ],
         marks: &["error", "DEADLOCK", "expired", "PTTL of"],
-        tests: &[],
+        tests: &[
+            test("stage5", "business_error"),
+            test("stage6", "business_error"),
+        ],
         look_for: "The failure inside the critical section, then no release from the holder. \
-                   Stage 1's key stays for good; a stage with a TTL makes its rival wait out that \
-                   TTL.",
+                   Stage 1's key stays for good; stage 5's rival waits out the TTL and gets in; \
+                   stage 6's watchdog keeps renewing (`PEXPIRE` every third of the timeout) for the \
+                   living holder, so the rival never gets in.",
         sources: &[],
         read_next: STAGE1,
     },

@@ -1,9 +1,9 @@
 //! Observers: what a run saw, measured from the run itself, and the judge
 //! ([`judge()`]) that alone turns those records into findings.
 
+mod diagram;
 mod judge;
 mod keyspace;
-mod diagram;
 mod ledger;
 mod monitor;
 mod timeline;
