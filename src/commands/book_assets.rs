@@ -49,6 +49,7 @@ pub struct BookRun {
 /// `cargo run --release -- book-assets`, and include its files in the
 /// chapter.
 pub const BOOK_RUNS: &[BookRun] = &[
+    run("stage1", "contention", "stage1.md"),
     run("stage1", "killed-holder", "stage1.md"),
     run("stage2", "killed-holder", "stage2.md"),
     run("stage2", "crash-before-expire", "stage2.md"),
