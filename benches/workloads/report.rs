@@ -1,0 +1,250 @@
+//! The run's figures as one markdown report (printed, written to
+//! `target/bench/workloads.md` and, on request, to the book) and as JSON
+//! (`target/bench/workloads.json`). Ratios compare figures of this run only.
+
+use std::fmt::Write;
+
+use serde_json::{Value, json};
+
+use crate::runs::Contention;
+
+/// One lock (or PING) on one workload.
+#[derive(Debug)]
+pub struct Row {
+    /// `ping`, `w1`, `w2`, `w3`.
+    pub workload: &'static str,
+    /// `PING`, `PING x5 at once`, `stage3`, `rslock`…
+    pub lock: String,
+    /// How it waited (w2): `retry 1 ms`…; empty elsewhere.
+    pub setting: String,
+    /// Operations per second: PINGs, pairs or critical sections.
+    pub rate: f64,
+    /// Median and 99th percentile of one operation, in µs (not for w2).
+    pub p50_us: Option<f64>,
+    /// See `p50_us`.
+    pub p99_us: Option<f64>,
+    /// The client side's peak resident memory during the workload, KiB.
+    pub peak_kib: u64,
+    /// w2's figures.
+    pub contention: Option<ContentionFigures>,
+}
+
+/// What w2 adds to a row.
+#[derive(Debug)]
+pub struct ContentionFigures {
+    /// Sections run.
+    pub sections: usize,
+    /// Share of handoffs to another client.
+    pub owner_changes: f64,
+    /// Fewest and most sections of one client.
+    pub per_client: (usize, usize),
+    /// Acquires that gave up.
+    pub timeouts: usize,
+    /// The counter at the end.
+    pub counter: i64,
+}
+
+impl From<&Contention> for ContentionFigures {
+    fn from(c: &Contention) -> Self {
+        Self {
+            sections: c.sections,
+            owner_changes: c.owner_changes(),
+            per_client: (
+                c.per_client.iter().copied().min().unwrap_or(0),
+                c.per_client.iter().copied().max().unwrap_or(0),
+            ),
+            timeouts: c.timeouts,
+            counter: c.counter,
+        }
+    }
+}
+
+impl ContentionFigures {
+    /// No update was lost: the counter counts every section.
+    pub fn counter_ok(&self) -> bool {
+        usize::try_from(self.counter) == Ok(self.sections)
+    }
+}
+
+/// Everything one run measured.
+#[derive(Debug, Default)]
+pub struct Report {
+    /// Where servers and clients ran, the load, the sizes.
+    pub setup: Vec<(String, String)>,
+    /// Every measured row, in the order run.
+    pub rows: Vec<Row>,
+    /// The long w1: (pairs so far, resident KiB).
+    pub long_w1: Option<(String, Vec<(usize, u64)>)>,
+}
+
+impl Report {
+    fn rows(&self, workload: &str) -> impl Iterator<Item = &Row> {
+        self.rows.iter().filter(move |r| r.workload == workload)
+    }
+
+    fn rate(&self, workload: &str, lock: &str) -> Option<f64> {
+        self.rows(workload)
+            .filter(|r| r.lock == lock)
+            .map(|r| r.rate)
+            .reduce(f64::max)
+    }
+
+    /// Whether every w2 run counted every section.
+    pub fn counters_ok(&self) -> bool {
+        self.rows
+            .iter()
+            .filter_map(|r| r.contention.as_ref())
+            .all(ContentionFigures::counter_ok)
+    }
+
+    /// The report in markdown.
+    pub fn markdown(&self) -> String {
+        let mut out = String::new();
+        for (name, value) in &self.setup {
+            let _ = writeln!(out, "- {name}: {value}");
+        }
+        self.pairs_table(&mut out, "ping", "w1", "PING", "PINGs per pair");
+        self.contention_table(&mut out);
+        self.pairs_table(&mut out, "w3", "w3", "PING x5 at once", "x5 PINGs per pair");
+        if let Some((lock, samples)) = &self.long_w1 {
+            let _ = writeln!(
+                out,
+                "\n**Long w1** ({lock}): the client's resident memory (MiB) after every tenth of the pairs\n"
+            );
+            let _ = writeln!(
+                out,
+                "| pairs | {} |",
+                column(samples, |(n, _)| n.to_string())
+            );
+            let _ = writeln!(out, "|---|{}", "---|".repeat(samples.len()));
+            let _ = writeln!(out, "| MiB | {} |", column(samples, |(_, kib)| mib(*kib)));
+        }
+        out
+    }
+
+    /// ping + w1, or w3: rate, latencies, cost in PINGs, ratio to rslock.
+    fn pairs_table(&self, out: &mut String, base: &str, workload: &str, unit: &str, cost: &str) {
+        let Some(unit_rate) = self.rate(base, unit) else {
+            return;
+        };
+        let rslock = self.rate(workload, "rslock");
+        let _ = writeln!(out, "\n**{}**\n", title(workload));
+        let _ = writeln!(
+            out,
+            "| lock | per second | p50 µs | p99 µs | {cost} | vs rslock | peak MiB |"
+        );
+        let _ = writeln!(out, "|---|---:|---:|---:|---:|---:|---:|");
+        let mut rows: Vec<&Row> = self.rows(workload).collect();
+        if base != workload {
+            rows.splice(0..0, self.rows(base));
+        }
+        for row in rows {
+            let _ = writeln!(
+                out,
+                "| {} | {:.0} | {} | {} | {:.2} | {} | {} |",
+                row.lock,
+                row.rate,
+                opt(row.p50_us),
+                opt(row.p99_us),
+                unit_rate / row.rate,
+                ratio(row.lock != unit, row.rate, rslock),
+                mib(row.peak_kib)
+            );
+        }
+    }
+
+    fn contention_table(&self, out: &mut String) {
+        let best_rslock = self.rate("w2", "rslock");
+        let _ = writeln!(out, "\n**{}**\n", title("w2"));
+        let _ = writeln!(
+            out,
+            "| lock | waiting | sections/s | owner changes | per client | timeouts | counter | vs rslock best | peak MiB |"
+        );
+        let _ = writeln!(out, "|---|---|---:|---:|---|---:|---|---:|---:|");
+        for row in self.rows("w2") {
+            let Some(c) = &row.contention else { continue };
+            let _ = writeln!(
+                out,
+                "| {} | {} | {:.0} | {:.1}% | {}..{} | {} | {} | {} | {} |",
+                row.lock,
+                row.setting,
+                row.rate,
+                c.owner_changes * 100.0,
+                c.per_client.0,
+                c.per_client.1,
+                c.timeouts,
+                if c.counter_ok() {
+                    format!("{} ok", c.counter)
+                } else {
+                    format!("{} LOST {}", c.counter, c.sections as i64 - c.counter)
+                },
+                ratio(true, row.rate, best_rslock),
+                mib(row.peak_kib)
+            );
+        }
+    }
+
+    /// The report as JSON.
+    pub fn json(&self) -> Value {
+        let rows: Vec<Value> = self
+            .rows
+            .iter()
+            .map(|r| {
+                json!({
+                    "workload": r.workload,
+                    "lock": r.lock,
+                    "setting": r.setting,
+                    "per_second": r.rate,
+                    "p50_us": r.p50_us,
+                    "p99_us": r.p99_us,
+                    "peak_kib": r.peak_kib,
+                    "contention": r.contention.as_ref().map(|c| json!({
+                        "sections": c.sections,
+                        "owner_changes": c.owner_changes,
+                        "per_client_min": c.per_client.0,
+                        "per_client_max": c.per_client.1,
+                        "timeouts": c.timeouts,
+                        "counter": c.counter,
+                        "counter_ok": c.counter_ok(),
+                    })),
+                })
+            })
+            .collect();
+        json!({
+            "setup": self.setup.iter().map(|(k, v)| (k.clone(), Value::from(v.clone()))).collect::<serde_json::Map<_, _>>(),
+            "rows": rows,
+            "long_w1": self.long_w1.as_ref().map(|(lock, samples)| json!({
+                "lock": lock,
+                "resident_kib": samples.iter().map(|(n, kib)| json!([n, kib])).collect::<Vec<_>>(),
+            })),
+        })
+    }
+}
+
+fn title(workload: &str) -> &'static str {
+    match workload {
+        "w1" => "ping and w1: one client, acquire + release on one node",
+        "w2" => "w2: 8 clients, one lock, GET + SET of a counter inside",
+        "w3" => "w3: Redlock on 5 nodes, one client, acquire + release",
+        _ => "",
+    }
+}
+
+fn opt(us: Option<f64>) -> String {
+    us.map_or_else(String::new, |us| format!("{us:.0}"))
+}
+
+fn ratio(applies: bool, rate: f64, peer: Option<f64>) -> String {
+    match peer {
+        Some(peer) if applies => format!("{:.2}", rate / peer),
+        _ => String::new(),
+    }
+}
+
+fn mib(kib: u64) -> String {
+    format!("{:.1}", kib as f64 / 1024.0)
+}
+
+fn column<T>(items: &[T], cell: impl Fn(&T) -> String) -> String {
+    items.iter().map(cell).collect::<Vec<_>>().join(" | ")
+}

@@ -1,0 +1,206 @@
+//! The fixed workloads, written once against the course's contract so that
+//! every stage and rslock run the very same loop.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use futures_util::future::join_all;
+use lockcore::{Connection, DistributedLock, LockError};
+
+use crate::measure::{Latencies, rss_kib};
+
+/// How long a waiter may wait for the lock (w2).
+pub const WAIT: Duration = Duration::from_secs(10);
+
+/// `ping`: `count` PINGs, one after another, on one connection.
+pub async fn ping(conn: &Connection, count: usize) -> Result<Latencies, LockError> {
+    let mut latencies = Latencies::with_capacity(count);
+    let mut conn = conn.clone();
+    for _ in 0..count {
+        let started = Instant::now();
+        redis::cmd("PING").query_async::<()>(&mut conn).await?;
+        latencies.record(started.elapsed());
+    }
+    Ok(latencies)
+}
+
+/// `PING to 5 nodes at once`: one PING to each node, sent together, `count`
+/// times: the floor for anything that asks every node.
+pub async fn ping_all(conns: &[Connection], count: usize) -> Result<Latencies, LockError> {
+    let mut latencies = Latencies::with_capacity(count);
+    for _ in 0..count {
+        let started = Instant::now();
+        for answer in join_all(conns.iter().map(|conn| async move {
+            redis::cmd("PING")
+                .query_async::<()>(&mut conn.clone())
+                .await
+        }))
+        .await
+        {
+            answer?;
+        }
+        latencies.record(started.elapsed());
+    }
+    Ok(latencies)
+}
+
+/// `w1` and `w3`: `count` × (acquire, release) by one client, after
+/// `warmup` pairs that are not counted.
+pub async fn pairs(
+    lock: &dyn DistributedLock,
+    warmup: usize,
+    count: usize,
+) -> Result<Latencies, LockError> {
+    for _ in 0..warmup {
+        pair(lock).await?;
+    }
+    let mut latencies = Latencies::with_capacity(count);
+    for _ in 0..count {
+        let started = Instant::now();
+        pair(lock).await?;
+        latencies.record(started.elapsed());
+    }
+    Ok(latencies)
+}
+
+async fn pair(lock: &dyn DistributedLock) -> Result<(), LockError> {
+    let held = lock
+        .acquire(WAIT)
+        .await?
+        .ok_or_else(|| LockError::Config("an uncontended lock was not granted".into()))?;
+    lock.release(&held).await?;
+    Ok(())
+}
+
+/// The long `w1`: the client's resident memory after every tenth of
+/// `count` pairs.
+pub async fn resident_while_pairing(
+    lock: &dyn DistributedLock,
+    count: usize,
+) -> Result<Vec<(usize, u64)>, LockError> {
+    let step = (count / 10).max(1);
+    let mut samples = Vec::new();
+    for done in (0..count).step_by(step) {
+        for _ in done..(done + step).min(count) {
+            pair(lock).await?;
+        }
+        samples.push(((done + step).min(count), rss_kib()));
+    }
+    Ok(samples)
+}
+
+/// One client of `w2`: its lock and its own connection for the counter.
+pub struct Contender {
+    /// The lock client.
+    pub lock: Arc<dyn DistributedLock>,
+    /// Its own connection to the node that holds the counter.
+    pub counter: Connection,
+}
+
+/// What `w2` measured.
+#[derive(Debug)]
+pub struct Contention {
+    /// Critical sections run.
+    pub sections: usize,
+    /// How long they took, all together.
+    pub took: Duration,
+    /// Who held the lock, section after section.
+    pub holders: Vec<usize>,
+    /// Sections per client.
+    pub per_client: Vec<usize>,
+    /// Acquires that gave up after [`WAIT`].
+    pub timeouts: usize,
+    /// The counter at the end: equal to `sections` when no update was lost.
+    pub counter: i64,
+}
+
+impl Contention {
+    /// Critical sections per second.
+    pub fn per_second(&self) -> f64 {
+        self.sections as f64 / self.took.as_secs_f64().max(f64::MIN_POSITIVE)
+    }
+
+    /// The share of handoffs that went to another client than the last
+    /// holder.
+    pub fn owner_changes(&self) -> f64 {
+        let handoffs = self.holders.len().saturating_sub(1);
+        let changes = self.holders.windows(2).filter(|w| w[0] != w[1]).count();
+        changes as f64 / handoffs.max(1) as f64
+    }
+}
+
+/// `w2`: every contender loops acquire, GET the counter, SET it + 1,
+/// release, until `sections` sections in all or `limit` has passed.
+pub async fn contend(
+    contenders: Vec<Contender>,
+    counter_key: &str,
+    sections: usize,
+    limit: Duration,
+) -> Result<Contention, LockError> {
+    let mut judge = contenders[0].counter.clone();
+    redis::cmd("SET")
+        .arg(counter_key)
+        .arg(0)
+        .query_async::<()>(&mut judge)
+        .await?;
+    let done = Arc::new(AtomicUsize::new(0));
+    let holders = Arc::new(Mutex::new(Vec::with_capacity(sections)));
+    let started = Instant::now();
+    let tasks = contenders.into_iter().enumerate().map(|(id, contender)| {
+        let done = Arc::clone(&done);
+        let holders = Arc::clone(&holders);
+        let key = counter_key.to_owned();
+        // A task per client: each is its own owner (stage 6 counts owners
+        // per task), as separate processes would be.
+        tokio::spawn(async move {
+            let Contender { lock, mut counter } = contender;
+            let (mut mine, mut timeouts) = (0, 0);
+            while started.elapsed() < limit && done.load(Ordering::SeqCst) < sections {
+                let Some(held) = lock.acquire(WAIT).await? else {
+                    timeouts += 1;
+                    continue;
+                };
+                // Checked under the lock, so exactly `sections` run.
+                if done.load(Ordering::SeqCst) < sections {
+                    let value: i64 = redis::cmd("GET")
+                        .arg(&key)
+                        .query_async(&mut counter)
+                        .await?;
+                    redis::cmd("SET")
+                        .arg(&key)
+                        .arg(value + 1)
+                        .query_async::<()>(&mut counter)
+                        .await?;
+                    holders.lock().unwrap_or_else(|p| p.into_inner()).push(id);
+                    done.fetch_add(1, Ordering::SeqCst);
+                    mine += 1;
+                }
+                lock.release(&held).await?;
+            }
+            Ok::<_, LockError>((mine, timeouts))
+        })
+    });
+    let mut per_client = Vec::new();
+    let mut timeouts = 0;
+    for finished in join_all(tasks).await {
+        let (mine, gave_up) =
+            finished.map_err(|e| LockError::Config(format!("a contender panicked: {e}")))??;
+        per_client.push(mine);
+        timeouts += gave_up;
+    }
+    let took = started.elapsed();
+    let counter: i64 = redis::cmd("GET")
+        .arg(counter_key)
+        .query_async(&mut judge)
+        .await?;
+    let holders = std::mem::take(&mut *holders.lock().unwrap_or_else(|p| p.into_inner()));
+    Ok(Contention {
+        sections: holders.len(),
+        took,
+        holders,
+        per_client,
+        timeouts,
+        counter,
+    })
+}
