@@ -1,5 +1,5 @@
 //! The bench's command line: `--placement none|split|shared`, `--quick`,
-//! `--write-book`. Bad input exits with status 2 and the valid choices.
+//! `--only w1,w2,w3,long`, `--write-book`. Bad input exits with status 2 and the valid choices.
 
 use std::fmt;
 
@@ -56,9 +56,15 @@ impl fmt::Display for Placement {
     }
 }
 
+/// The workloads, in the order they run (`ping` always runs: every ratio
+/// needs it).
+pub const WORKLOADS: [&str; 4] = ["w1", "w2", "w3", "long"];
+
 /// What the command line asked for.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct Args {
+    /// The workloads to run besides `ping` (all by default).
+    pub only: Vec<String>,
     /// Where servers and clients run.
     pub placement: Placement,
     /// Small sizes, to check in CI that the bench builds and runs.
@@ -67,7 +73,7 @@ pub struct Args {
     pub write_book: bool,
 }
 
-const USAGE: &str = "usage: cargo bench --bench workloads -- [--placement none|split|shared] [--quick] [--write-book]";
+const USAGE: &str = "usage: cargo bench --bench workloads -- [--placement none|split|shared] [--quick] [--only w1,w2,w3,long] [--write-book]";
 
 impl Args {
     /// Parses the process's arguments, or exits with status 2 saying why.
@@ -83,6 +89,7 @@ impl Args {
 
     fn parse(mut words: impl Iterator<Item = String>) -> Result<Self, String> {
         let mut args = Self {
+            only: Vec::new(),
             placement: Placement::None,
             quick: false,
             write_book: false,
@@ -93,6 +100,17 @@ impl Args {
                 "--bench" => {}
                 "--quick" => args.quick = true,
                 "--write-book" => args.write_book = true,
+                "--only" => {
+                    for workload in words.next().unwrap_or_default().split(',') {
+                        if !WORKLOADS.contains(&workload) {
+                            return Err(format!(
+                                "--only {workload:?} is not a workload; choose from: {}",
+                                WORKLOADS.join(", ")
+                            ));
+                        }
+                        args.only.push(workload.to_owned());
+                    }
+                }
                 "--placement" => {
                     args.placement = Placement::from_word(&words.next().unwrap_or_default())?;
                 }
@@ -103,5 +121,10 @@ impl Args {
             }
         }
         Ok(args)
+    }
+
+    /// Whether `workload` is to run.
+    pub fn runs(&self, workload: &str) -> bool {
+        self.only.is_empty() || self.only.iter().any(|w| w == workload)
     }
 }

@@ -103,7 +103,7 @@ fn main() {
     }
     let runtime = runtime.enable_all().build().unwrap_or_else(|e| fail(&e));
     let report = runtime
-        .block_on(run(args, setup_note))
+        .block_on(run(&args, setup_note))
         .unwrap_or_else(|e| fail(&e));
     let markdown = report.markdown();
     println!("{markdown}");
@@ -136,7 +136,7 @@ fn pin_clients(placement: Placement) -> Result<String, String> {
     ))
 }
 
-async fn run(args: Args, client_note: String) -> Result<Report, String> {
+async fn run(args: &Args, client_note: String) -> Result<Report, String> {
     let sizes = if args.quick { &QUICK } else { &FULL };
     let servers = Servers::start(5).await.map_err(|e| e.to_string())?;
     let pings = connect_all(&servers).await.map_err(|e| e.to_string())?;
@@ -173,7 +173,7 @@ async fn run(args: Args, client_note: String) -> Result<Report, String> {
         ],
         ..Report::default()
     };
-    measure_all(&servers, &pings, sizes, &mut report)
+    measure_all(args, &servers, &pings, sizes, &mut report)
         .await
         .map_err(|e| e.to_string())?;
     report
@@ -183,6 +183,7 @@ async fn run(args: Args, client_note: String) -> Result<Report, String> {
 }
 
 async fn measure_all(
+    args: &Args,
     servers: &Servers,
     pings: &[Connection],
     sizes: &Sizes,
@@ -197,7 +198,23 @@ async fn measure_all(
     let latencies = runs::ping_all(pings, sizes.w3).await?;
     report.rows.push(timed("w3", "PING x5 at once", latencies));
 
-    // w1: every single-node stage and rslock, one after another
+    if args.runs("w1") {
+        w1(servers, sizes, report).await?;
+    }
+    if args.runs("w2") {
+        w2(servers, sizes, report).await?;
+    }
+    if args.runs("w3") {
+        w3(servers, sizes, report).await?;
+    }
+    if args.runs("long") {
+        long_w1(servers, sizes, report).await?;
+    }
+    Ok(())
+}
+
+/// w1: every single-node stage and rslock, one after another.
+async fn w1(servers: &Servers, sizes: &Sizes, report: &mut Report) -> Result<(), LockError> {
     for subject in one_node_subjects() {
         let lock = subject
             .client(servers.urls(1), "bench-w1", config("bench:w1", RETRIES[0]))
@@ -206,8 +223,11 @@ async fn measure_all(
         let latencies = runs::pairs(lock.as_ref(), sizes.warmup, sizes.w1).await?;
         report.rows.push(timed("w1", subject.name(), latencies));
     }
+    Ok(())
+}
 
-    // w2: each lock at each waiting setting; rslock at one more
+/// w2: each lock at each waiting setting; rslock at one more.
+async fn w2(servers: &Servers, sizes: &Sizes, report: &mut Report) -> Result<(), LockError> {
     for subject in one_node_subjects() {
         let retries: &[Duration] = match subject {
             Subject::Stage(_) => &RETRIES,
@@ -250,8 +270,11 @@ async fn measure_all(
             });
         }
     }
+    Ok(())
+}
 
-    // w3: Redlock on five nodes
+/// w3: Redlock on five nodes.
+async fn w3(servers: &Servers, sizes: &Sizes, report: &mut Report) -> Result<(), LockError> {
     for subject in [Subject::Stage(stage7::STAGE), Subject::Rslock] {
         let lock = subject
             .client(servers.urls(5), "bench-w3", config("bench:w3", RETRIES[0]))
@@ -260,8 +283,11 @@ async fn measure_all(
         let latencies = runs::pairs(lock.as_ref(), sizes.warmup, sizes.w3).await?;
         report.rows.push(timed("w3", subject.name(), latencies));
     }
+    Ok(())
+}
 
-    // the long w1
+/// The long w1: does the client's memory stay flat?
+async fn long_w1(servers: &Servers, sizes: &Sizes, report: &mut Report) -> Result<(), LockError> {
     let lock = Subject::Stage(stage6::STAGE)
         .client(
             servers.urls(1),
