@@ -106,6 +106,7 @@ impl Report {
         self.pairs_table(&mut out, "ping", "w1", "PING", "PINGs per pair");
         self.contention_table(&mut out);
         self.pairs_table(&mut out, "w3", "w3", "PING x5 at once", "x5 PINGs per pair");
+        self.targets(&mut out);
         if let Some((lock, samples)) = &self.long_w1 {
             let _ = writeln!(
                 out,
@@ -120,6 +121,74 @@ impl Report {
             let _ = writeln!(out, "| MiB | {} |", column(samples, |(_, kib)| mib(*kib)));
         }
         out
+    }
+
+    /// The targets, as ratios within this run.
+    fn targets(&self, out: &mut String) {
+        let mut lines = Vec::new();
+        let mut check = |what: String, value: Option<f64>, goal: f64, at_least: bool| {
+            if let Some(value) = value {
+                let met = if at_least {
+                    value >= goal
+                } else {
+                    value <= goal
+                };
+                let sign = if at_least { "≥" } else { "≤" };
+                lines.push(format!(
+                    "| {what} | {value:.2} | {sign} {goal:.2} | {} |",
+                    if met { "met" } else { "**missed**" }
+                ));
+            }
+        };
+        let rslock_w1 = self.rate("w1", "rslock");
+        for stage in ["stage3", "stage5"] {
+            check(
+                format!("w1: {stage} pairs/s ÷ rslock's"),
+                self.rate("w1", stage).zip(rslock_w1).map(|(a, b)| a / b),
+                1.0,
+                true,
+            );
+        }
+        check(
+            "w2: stage6 sections/s ÷ rslock's best".to_owned(),
+            self.rate("w2", "stage6")
+                .zip(self.rate("w2", "rslock"))
+                .map(|(a, b)| a / b),
+            1.0,
+            true,
+        );
+        check(
+            "w2: stage6 owner changes".to_owned(),
+            self.rows("w2")
+                .filter(|r| r.lock == "stage6")
+                .filter_map(|r| r.contention.as_ref().map(|c| c.owner_changes))
+                .reduce(f64::min),
+            0.97,
+            true,
+        );
+        let stage7 = self.rate("w3", "stage7");
+        check(
+            "w3: stage7 pairs/s ÷ rslock's".to_owned(),
+            stage7.zip(self.rate("w3", "rslock")).map(|(a, b)| a / b),
+            1.15,
+            true,
+        );
+        check(
+            "w3: stage7 pair ÷ PING x5 at once".to_owned(),
+            self.rate("w3", "PING x5 at once")
+                .zip(stage7)
+                .map(|(a, b)| a / b),
+            2.2,
+            false,
+        );
+        if !lines.is_empty() {
+            let _ = writeln!(out, "\n**Targets** (ratios within this run)\n");
+            let _ = writeln!(out, "| target | measured | goal | |");
+            let _ = writeln!(out, "|---|---:|---:|---|");
+            for line in lines {
+                let _ = writeln!(out, "{line}");
+            }
+        }
     }
 
     /// ping + w1, or w3: rate, latencies, cost in PINGs, ratio to rslock.
