@@ -42,6 +42,8 @@ pub struct ContentionFigures {
     pub timeouts: usize,
     /// The counter at the end.
     pub counter: i64,
+    /// Server commands per section (lock, counter and all).
+    pub commands_per_section: f64,
 }
 
 impl From<&Contention> for ContentionFigures {
@@ -55,6 +57,7 @@ impl From<&Contention> for ContentionFigures {
             ),
             timeouts: c.timeouts,
             counter: c.counter,
+            commands_per_section: c.server_commands as f64 / c.sections.max(1) as f64,
         }
     }
 }
@@ -227,14 +230,14 @@ impl Report {
         let _ = writeln!(out, "\n**{}**\n", title("w2"));
         let _ = writeln!(
             out,
-            "| lock | waiting | sections/s | owner changes | per client | timeouts | counter | vs rslock best | peak MiB |"
+            "| lock | waiting | sections/s | owner changes | per client | timeouts | counter | server commands per section (script calls included) | vs rslock best | peak MiB |"
         );
-        let _ = writeln!(out, "|---|---|---:|---:|---|---:|---|---:|---:|");
+        let _ = writeln!(out, "|---|---|---:|---:|---|---:|---|---:|---:|---:|");
         for row in self.rows("w2") {
             let Some(c) = &row.contention else { continue };
             let _ = writeln!(
                 out,
-                "| {} | {} | {:.0} | {:.1}% | {}..{} | {} | {} | {} | {} |",
+                "| {} | {} | {:.0} | {:.1}% | {}..{} | {} | {} | {:.1} | {} | {} |",
                 row.lock,
                 row.setting,
                 row.rate,
@@ -247,6 +250,7 @@ impl Report {
                 } else {
                     format!("{} LOST {}", c.counter, c.sections as i64 - c.counter)
                 },
+                c.commands_per_section,
                 ratio(true, row.rate, best_rslock),
                 mib(row.peak_kib)
             );
@@ -275,6 +279,7 @@ impl Report {
                         "timeouts": c.timeouts,
                         "counter": c.counter,
                         "counter_ok": c.counter_ok(),
+                        "commands_per_section": c.commands_per_section,
                     })),
                 })
             })

@@ -113,6 +113,9 @@ pub struct Contention {
     pub timeouts: usize,
     /// The counter at the end: equal to `sections` when no update was lost.
     pub counter: i64,
+    /// Commands the server ran meanwhile (`INFO commandstats`), counter
+    /// GET and SET included.
+    pub server_commands: u64,
 }
 
 impl Contention {
@@ -144,6 +147,7 @@ pub async fn contend(
         .arg(0)
         .query_async::<()>(&mut judge)
         .await?;
+    let commands_before = commands_run(&mut judge).await?;
     let done = Arc::new(AtomicUsize::new(0));
     let holders = Arc::new(Mutex::new(Vec::with_capacity(sections)));
     let started = Instant::now();
@@ -194,6 +198,7 @@ pub async fn contend(
         .arg(counter_key)
         .query_async(&mut judge)
         .await?;
+    let server_commands = commands_run(&mut judge).await? - commands_before;
     let holders = std::mem::take(&mut *holders.lock().unwrap_or_else(|p| p.into_inner()));
     Ok(Contention {
         sections: holders.len(),
@@ -202,5 +207,23 @@ pub async fn contend(
         per_client,
         timeouts,
         counter,
+        server_commands,
     })
+}
+
+/// How many commands the server has run so far, by its own count (the
+/// `calls=` of every `cmdstat_` line of `INFO commandstats`).
+async fn commands_run(conn: &mut Connection) -> Result<u64, LockError> {
+    let stats: String = redis::cmd("INFO")
+        .arg("commandstats")
+        .query_async(conn)
+        .await?;
+    Ok(stats
+        .lines()
+        .filter(|line| line.starts_with("cmdstat_"))
+        .filter_map(|line| {
+            let calls = line.split_once("calls=")?.1;
+            calls.split(',').next()?.parse::<u64>().ok()
+        })
+        .sum())
 }
