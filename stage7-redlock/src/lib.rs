@@ -309,25 +309,45 @@ impl Redlock {
 
     // ANCHOR: unlock
     /// Gives the lock back on every master. Returns on how many our key was
-    /// still there to delete.
+    /// still there to delete, counted until a majority confirmed (the
+    /// other masters still get the release; their answers are read in the
+    /// background).
     pub async fn unlock(&self, lease: &Lease) -> usize {
-        self.release_everywhere(&lease.value).await
+        let deletes = self
+            .masters
+            .iter()
+            .map(|master| self.delete_ours(master, &lease.value));
+        count_to_quorum(deletes, self.quorum()).await
     }
 
+    /// After a failed attempt: every master's answer is awaited, so that
+    /// the next attempt finds no key of ours left behind.
     async fn release_everywhere(&self, value: &str) -> usize {
-        let key = &self.config.key;
+        let deletes = self
+            .masters
+            .iter()
+            .map(|master| self.delete_ours(master, value));
+        join_all(deletes).await.into_iter().filter(|&d| d).count()
+    }
+
+    /// One master's part of a release: was our key there, and deleted?
+    fn delete_ours(&self, master: &Arc<Master>, value: &str) -> impl Future<Output = bool> + use<> {
+        let master = Arc::clone(master);
+        let key = self.config.key.clone();
+        let value = value.to_owned();
         let within = node_timeout(self.config.ttl);
-        let deleted = join_all(self.masters.iter().map(|master| {
-            master.ask(within, |mut conn| async move {
-                RELEASE
-                    .key(key)
-                    .arg(value)
-                    .invoke_async::<i64>(&mut conn)
-                    .await
-            })
-        }))
-        .await;
-        deleted.into_iter().filter(|&d| d == Some(1)).count()
+        async move {
+            let deleted = master
+                .ask(within, |mut conn| async move {
+                    RELEASE
+                        .key(&key)
+                        .arg(&value)
+                        .invoke_async::<i64>(&mut conn)
+                        .await
+                })
+                .await;
+            deleted == Some(1)
+        }
     }
     // ANCHOR_END: unlock
 
