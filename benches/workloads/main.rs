@@ -189,14 +189,13 @@ async fn measure_all(
     sizes: &Sizes,
     report: &mut Report,
 ) -> Result<(), LockError> {
-    // ping, and the same for five nodes at once (w3's limit)
+    // ping: the limit for one command
     runs::ping(&pings[0], sizes.warmup).await?;
     reset_peak();
     let latencies = runs::ping(&pings[0], sizes.ping).await?;
-    report.rows.push(timed("ping", "PING", latencies));
-    reset_peak();
-    let latencies = runs::ping_all(pings, sizes.w3).await?;
-    report.rows.push(timed("w3", "PING x5 at once", latencies));
+    report
+        .rows
+        .push(timed("ping", "PING", latencies, peak_kib()));
 
     if args.runs("w1") {
         w1(servers, sizes, report).await?;
@@ -205,7 +204,7 @@ async fn measure_all(
         w2(servers, sizes, report).await?;
     }
     if args.runs("w3") {
-        w3(servers, sizes, report).await?;
+        w3(servers, pings, sizes, report).await?;
     }
     if args.runs("long") {
         long_w1(servers, sizes, report).await?;
@@ -213,15 +212,19 @@ async fn measure_all(
     Ok(())
 }
 
-/// w1: every single-node stage and rslock, one after another.
+/// w1: every single-node stage and rslock, taking turns.
 async fn w1(servers: &Servers, sizes: &Sizes, report: &mut Report) -> Result<(), LockError> {
-    for subject in one_node_subjects() {
-        let lock = subject
-            .client(servers.urls(1), "bench-w1", config("bench:w1", RETRIES[0]))
-            .await?;
-        reset_peak();
-        let latencies = runs::pairs(lock.as_ref(), sizes.warmup, sizes.w1).await?;
-        report.rows.push(timed("w1", subject.name(), latencies));
+    let subjects = one_node_subjects();
+    let mut locks = Vec::new();
+    for subject in &subjects {
+        let config = config("bench:w1", RETRIES[0]);
+        locks.push(subject.client(servers.urls(1), "bench-w1", config).await?);
+    }
+    let measured = runs::pairs(&locks, sizes.warmup, sizes.w1).await?;
+    for (subject, (latencies, peak)) in subjects.iter().zip(measured) {
+        report
+            .rows
+            .push(timed("w1", subject.name(), latencies, peak));
     }
     Ok(())
 }
@@ -273,15 +276,30 @@ async fn w2(servers: &Servers, sizes: &Sizes, report: &mut Report) -> Result<(),
     Ok(())
 }
 
-/// w3: Redlock on five nodes.
-async fn w3(servers: &Servers, sizes: &Sizes, report: &mut Report) -> Result<(), LockError> {
-    for subject in [Subject::Stage(stage7::STAGE), Subject::Rslock] {
-        let lock = subject
-            .client(servers.urls(5), "bench-w3", config("bench:w3", RETRIES[0]))
-            .await?;
-        reset_peak();
-        let latencies = runs::pairs(lock.as_ref(), sizes.warmup, sizes.w3).await?;
-        report.rows.push(timed("w3", subject.name(), latencies));
+/// w3: Redlock on five nodes, stage 7 and rslock taking turns, right after
+/// their limit: a PING to the five nodes at once.
+async fn w3(
+    servers: &Servers,
+    pings: &[Connection],
+    sizes: &Sizes,
+    report: &mut Report,
+) -> Result<(), LockError> {
+    reset_peak();
+    let latencies = runs::ping_all(pings, sizes.w3).await?;
+    report
+        .rows
+        .push(timed("w3", "PING x5 at once", latencies, peak_kib()));
+    let subjects = [Subject::Stage(stage7::STAGE), Subject::Rslock];
+    let mut locks = Vec::new();
+    for subject in &subjects {
+        let config = config("bench:w3", RETRIES[0]);
+        locks.push(subject.client(servers.urls(5), "bench-w3", config).await?);
+    }
+    let measured = runs::pairs(&locks, sizes.warmup, sizes.w3).await?;
+    for (subject, (latencies, peak)) in subjects.iter().zip(measured) {
+        report
+            .rows
+            .push(timed("w3", subject.name(), latencies, peak));
     }
     Ok(())
 }
@@ -300,7 +318,7 @@ async fn long_w1(servers: &Servers, sizes: &Sizes, report: &mut Report) -> Resul
     Ok(())
 }
 
-fn timed(workload: &'static str, lock: &str, mut latencies: Latencies) -> Row {
+fn timed(workload: &'static str, lock: &str, mut latencies: Latencies, peak_kib: u64) -> Row {
     Row {
         workload,
         lock: lock.to_owned(),
@@ -308,7 +326,7 @@ fn timed(workload: &'static str, lock: &str, mut latencies: Latencies) -> Row {
         rate: latencies.per_second(),
         p50_us: Some(latencies.quantile_us(0.5)),
         p99_us: Some(latencies.quantile_us(0.99)),
-        peak_kib: peak_kib(),
+        peak_kib,
         contention: None,
     }
 }

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use futures_util::future::join_all;
 use lockcore::{Connection, DistributedLock, LockError};
 
-use crate::measure::{Latencies, rss_kib};
+use crate::measure::{Latencies, peak_kib, reset_peak, rss_kib};
 
 /// How long a waiter may wait for the lock (w2).
 pub const WAIT: Duration = Duration::from_secs(10);
@@ -45,23 +45,37 @@ pub async fn ping_all(conns: &[Connection], count: usize) -> Result<Latencies, L
     Ok(latencies)
 }
 
-/// `w1` and `w3`: `count` × (acquire, release) by one client, after
-/// `warmup` pairs that are not counted.
+/// `w1` and `w3`: `count` × (acquire, release) by one client of each lock,
+/// after `warmup` pairs that are not counted. The locks take turns, a tenth
+/// of the pairs at a time, so that a change in the machine's load during
+/// the run falls on all of them alike. Returns each lock's latencies and
+/// its peak resident memory.
 pub async fn pairs(
-    lock: &dyn DistributedLock,
+    locks: &[Box<dyn DistributedLock>],
     warmup: usize,
     count: usize,
-) -> Result<Latencies, LockError> {
-    for _ in 0..warmup {
-        pair(lock).await?;
+) -> Result<Vec<(Latencies, u64)>, LockError> {
+    const TURNS: usize = 10;
+    let mut measured = Vec::new();
+    for lock in locks {
+        for _ in 0..warmup {
+            pair(lock.as_ref()).await?;
+        }
+        measured.push((Latencies::with_capacity(count), 0));
     }
-    let mut latencies = Latencies::with_capacity(count);
-    for _ in 0..count {
-        let started = Instant::now();
-        pair(lock).await?;
-        latencies.record(started.elapsed());
+    for turn in 0..TURNS {
+        let share = count * (turn + 1) / TURNS - count * turn / TURNS;
+        for (lock, (latencies, peak)) in locks.iter().zip(&mut measured) {
+            reset_peak();
+            for _ in 0..share {
+                let started = Instant::now();
+                pair(lock.as_ref()).await?;
+                latencies.record(started.elapsed());
+            }
+            *peak = (*peak).max(peak_kib());
+        }
     }
-    Ok(latencies)
+    Ok(measured)
 }
 
 async fn pair(lock: &dyn DistributedLock) -> Result<(), LockError> {
