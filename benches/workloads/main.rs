@@ -221,10 +221,10 @@ async fn w1(servers: &Servers, sizes: &Sizes, report: &mut Report) -> Result<(),
         locks.push(subject.client(servers.urls(1), "bench-w1", config).await?);
     }
     let measured = runs::pairs(&locks, sizes.warmup, sizes.w1).await?;
-    for (subject, (latencies, peak)) in subjects.iter().zip(measured) {
-        report
-            .rows
-            .push(timed("w1", subject.name(), latencies, peak));
+    for (subject, paired) in subjects.iter().zip(measured) {
+        let mut row = timed("w1", subject.name(), paired.latencies, paired.peak_kib);
+        row.errors = paired.errors;
+        report.rows.push(row);
     }
     Ok(())
 }
@@ -269,6 +269,7 @@ async fn w2(servers: &Servers, sizes: &Sizes, report: &mut Report) -> Result<(),
                 p50_us: None,
                 p99_us: None,
                 peak_kib: peak_kib(),
+                errors: contention.errors,
                 contention: Some(ContentionFigures::from(&contention)),
             });
         }
@@ -296,10 +297,10 @@ async fn w3(
         locks.push(subject.client(servers.urls(5), "bench-w3", config).await?);
     }
     let measured = runs::pairs(&locks, sizes.warmup, sizes.w3).await?;
-    for (subject, (latencies, peak)) in subjects.iter().zip(measured) {
-        report
-            .rows
-            .push(timed("w3", subject.name(), latencies, peak));
+    for (subject, paired) in subjects.iter().zip(measured) {
+        let mut row = timed("w3", subject.name(), paired.latencies, paired.peak_kib);
+        row.errors = paired.errors;
+        report.rows.push(row);
     }
     Ok(())
 }
@@ -313,7 +314,7 @@ async fn long_w1(servers: &Servers, sizes: &Sizes, report: &mut Report) -> Resul
             config("bench:w1", RETRIES[0]),
         )
         .await?;
-    let samples = runs::resident_while_pairing(lock.as_ref(), sizes.long_w1).await?;
+    let samples = runs::resident_while_pairing(lock.as_ref(), sizes.long_w1).await;
     report.long_w1 = Some((LONG_W1_STAGE.to_owned(), samples));
     Ok(())
 }
@@ -327,6 +328,7 @@ fn timed(workload: &'static str, lock: &str, mut latencies: Latencies, peak_kib:
         p50_us: Some(latencies.quantile_us(0.5)),
         p99_us: Some(latencies.quantile_us(0.99)),
         peak_kib,
+        errors: 0,
         contention: None,
     }
 }

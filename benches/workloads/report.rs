@@ -25,6 +25,8 @@ pub struct Row {
     pub p99_us: Option<f64>,
     /// The client side's peak resident memory during the workload, KiB.
     pub peak_kib: u64,
+    /// Operations that failed (a reply later than redis-rs's 500 ms).
+    pub errors: usize,
     /// w2's figures.
     pub contention: Option<ContentionFigures>,
 }
@@ -203,9 +205,9 @@ impl Report {
         let _ = writeln!(out, "\n**{}**\n", title(workload));
         let _ = writeln!(
             out,
-            "| lock | per second | p50 µs | p99 µs | {cost} | vs rslock | peak MiB |"
+            "| lock | per second | p50 µs | p99 µs | {cost} | vs rslock | peak MiB | errors |"
         );
-        let _ = writeln!(out, "|---|---:|---:|---:|---:|---:|---:|");
+        let _ = writeln!(out, "|---|---:|---:|---:|---:|---:|---:|---:|");
         let mut rows: Vec<&Row> = self.rows(workload).collect();
         if base != workload {
             rows.splice(0..0, self.rows(base));
@@ -213,14 +215,15 @@ impl Report {
         for row in rows {
             let _ = writeln!(
                 out,
-                "| {} | {:.0} | {} | {} | {:.2} | {} | {} |",
+                "| {} | {:.0} | {} | {} | {:.2} | {} | {} | {} |",
                 row.lock,
                 row.rate,
                 opt(row.p50_us),
                 opt(row.p99_us),
                 unit_rate / row.rate,
                 ratio(row.lock != unit, row.rate, rslock),
-                mib(row.peak_kib)
+                mib(row.peak_kib),
+                row.errors
             );
         }
     }
@@ -230,14 +233,14 @@ impl Report {
         let _ = writeln!(out, "\n**{}**\n", title("w2"));
         let _ = writeln!(
             out,
-            "| lock | waiting | sections/s | owner changes | per client | timeouts | counter | server commands per section (script calls included) | vs rslock best | peak MiB |"
+            "| lock | waiting | sections/s | owner changes | per client | timeouts | counter | server commands per section (script calls included) | vs rslock best | peak MiB | errors |"
         );
-        let _ = writeln!(out, "|---|---|---:|---:|---|---:|---|---:|---:|---:|");
+        let _ = writeln!(out, "|---|---|---:|---:|---|---:|---|---:|---:|---:|---:|");
         for row in self.rows("w2") {
             let Some(c) = &row.contention else { continue };
             let _ = writeln!(
                 out,
-                "| {} | {} | {:.0} | {:.1}% | {}..{} | {} | {} | {:.1} | {} | {} |",
+                "| {} | {} | {:.0} | {:.1}% | {}..{} | {} | {} | {:.1} | {} | {} | {} |",
                 row.lock,
                 row.setting,
                 row.rate,
@@ -252,7 +255,8 @@ impl Report {
                 },
                 c.commands_per_section,
                 ratio(true, row.rate, best_rslock),
-                mib(row.peak_kib)
+                mib(row.peak_kib),
+                row.errors
             );
         }
     }
@@ -271,6 +275,7 @@ impl Report {
                     "p50_us": r.p50_us,
                     "p99_us": r.p99_us,
                     "peak_kib": r.peak_kib,
+                    "errors": r.errors,
                     "contention": r.contention.as_ref().map(|c| json!({
                         "sections": c.sections,
                         "owner_changes": c.owner_changes,
