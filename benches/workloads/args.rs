@@ -1,5 +1,5 @@
 //! The bench's command line: `--placement none|split|shared`, `--quick`,
-//! `--only w1,w2,w3,long`, `--write-book`. Bad input exits with status 2 and the valid choices.
+//! `--only w1,w2,w3,long`, `--lock stage6,rslock`, `--write-book`. Bad input exits with status 2 and the valid choices.
 
 use std::fmt;
 
@@ -65,6 +65,8 @@ pub const WORKLOADS: [&str; 4] = ["w1", "w2", "w3", "long"];
 pub struct Args {
     /// The workloads to run besides `ping` (all by default).
     pub only: Vec<String>,
+    /// The locks to measure (all by default): `stage3`, `rslock`…
+    pub locks: Vec<String>,
     /// Where servers and clients run.
     pub placement: Placement,
     /// Small sizes, to check in CI that the bench builds and runs.
@@ -73,7 +75,7 @@ pub struct Args {
     pub write_book: bool,
 }
 
-const USAGE: &str = "usage: cargo bench --bench workloads -- [--placement none|split|shared] [--quick] [--only w1,w2,w3,long] [--write-book]";
+const USAGE: &str = "usage: cargo bench --bench workloads -- [--placement none|split|shared] [--quick] [--only w1,w2,w3,long] [--lock stage6,rslock] [--write-book]";
 
 impl Args {
     /// Parses the process's arguments, or exits with status 2 saying why.
@@ -90,6 +92,7 @@ impl Args {
     fn parse(mut words: impl Iterator<Item = String>) -> Result<Self, String> {
         let mut args = Self {
             only: Vec::new(),
+            locks: Vec::new(),
             placement: Placement::None,
             quick: false,
             write_book: false,
@@ -111,6 +114,10 @@ impl Args {
                         args.only.push(workload.to_owned());
                     }
                 }
+                "--lock" => {
+                    let names = words.next().unwrap_or_default();
+                    args.locks.extend(names.split(',').map(str::to_owned));
+                }
                 "--placement" => {
                     args.placement = Placement::from_word(&words.next().unwrap_or_default())?;
                 }
@@ -121,6 +128,22 @@ impl Args {
             }
         }
         Ok(args)
+    }
+
+    /// Refuses a `--lock` that is none of `known`.
+    pub fn check_locks(&self, known: &[&str]) {
+        if let Some(unknown) = self.locks.iter().find(|l| !known.contains(&l.as_str())) {
+            eprintln!(
+                "--lock {unknown:?} is not a lock here; choose from: {}\n{USAGE}",
+                known.join(", ")
+            );
+            std::process::exit(2);
+        }
+    }
+
+    /// Whether `lock` is to be measured.
+    pub fn measures(&self, lock: &str) -> bool {
+        self.locks.is_empty() || self.locks.iter().any(|l| l == lock)
     }
 
     /// Whether `workload` is to run.

@@ -93,6 +93,12 @@ const LONG_W1_STAGE: &str = "stage6";
 
 fn main() {
     let args = Args::from_env();
+    let known: Vec<&str> = one_node_subjects()
+        .iter()
+        .map(|s| s.name())
+        .chain([stage7::STAGE.description.name])
+        .collect();
+    args.check_locks(&known);
     let setup_note = match pin_clients(args.placement) {
         Ok(note) => note,
         Err(e) => fail(&e),
@@ -198,13 +204,13 @@ async fn measure_all(
         .push(timed("ping", "PING", latencies, peak_kib()));
 
     if args.runs("w1") {
-        w1(servers, sizes, report).await?;
+        w1(args, servers, sizes, report).await?;
     }
     if args.runs("w2") {
-        w2(servers, sizes, report).await?;
+        w2(args, servers, sizes, report).await?;
     }
     if args.runs("w3") {
-        w3(servers, pings, sizes, report).await?;
+        w3(args, servers, pings, sizes, report).await?;
     }
     if args.runs("long") {
         long_w1(servers, sizes, report).await?;
@@ -213,8 +219,16 @@ async fn measure_all(
 }
 
 /// w1: every single-node stage and rslock, taking turns.
-async fn w1(servers: &Servers, sizes: &Sizes, report: &mut Report) -> Result<(), LockError> {
-    let subjects = one_node_subjects();
+async fn w1(
+    args: &Args,
+    servers: &Servers,
+    sizes: &Sizes,
+    report: &mut Report,
+) -> Result<(), LockError> {
+    let subjects: Vec<Subject> = one_node_subjects()
+        .into_iter()
+        .filter(|s| args.measures(s.name()))
+        .collect();
     let mut locks = Vec::new();
     for subject in &subjects {
         let config = config("bench:w1", RETRIES[0]);
@@ -230,8 +244,16 @@ async fn w1(servers: &Servers, sizes: &Sizes, report: &mut Report) -> Result<(),
 }
 
 /// w2: each lock at each waiting setting; rslock at one more.
-async fn w2(servers: &Servers, sizes: &Sizes, report: &mut Report) -> Result<(), LockError> {
-    for subject in one_node_subjects() {
+async fn w2(
+    args: &Args,
+    servers: &Servers,
+    sizes: &Sizes,
+    report: &mut Report,
+) -> Result<(), LockError> {
+    for subject in one_node_subjects()
+        .into_iter()
+        .filter(|s| args.measures(s.name()))
+    {
         let retries: &[Duration] = match subject {
             Subject::Stage(_) => &RETRIES,
             Subject::Rslock => &RSLOCK_RETRIES,
@@ -280,6 +302,7 @@ async fn w2(servers: &Servers, sizes: &Sizes, report: &mut Report) -> Result<(),
 /// w3: Redlock on five nodes, stage 7 and rslock taking turns, right after
 /// their limit: a PING to the five nodes at once.
 async fn w3(
+    args: &Args,
     servers: &Servers,
     pings: &[Connection],
     sizes: &Sizes,
@@ -290,7 +313,10 @@ async fn w3(
     report
         .rows
         .push(timed("w3", "PING x5 at once", latencies, peak_kib()));
-    let subjects = [Subject::Stage(stage7::STAGE), Subject::Rslock];
+    let subjects: Vec<Subject> = [Subject::Stage(stage7::STAGE), Subject::Rslock]
+        .into_iter()
+        .filter(|s| args.measures(s.name()))
+        .collect();
     let mut locks = Vec::new();
     for subject in &subjects {
         let config = config("bench:w3", RETRIES[0]);
