@@ -46,6 +46,8 @@ pub struct ContentionFigures {
     pub counter: i64,
     /// Server commands per section (lock, counter and all).
     pub commands_per_section: f64,
+    /// Server and client CPU per section, µs.
+    pub cpu_us_per_section: (f64, f64),
 }
 
 impl From<&Contention> for ContentionFigures {
@@ -60,6 +62,10 @@ impl From<&Contention> for ContentionFigures {
             timeouts: c.timeouts,
             counter: c.counter,
             commands_per_section: c.server_commands as f64 / c.sections.max(1) as f64,
+            cpu_us_per_section: (
+                c.server_cpu.as_secs_f64() * 1e6 / c.sections.max(1) as f64,
+                c.client_cpu.as_secs_f64() * 1e6 / c.sections.max(1) as f64,
+            ),
         }
     }
 }
@@ -233,14 +239,17 @@ impl Report {
         let _ = writeln!(out, "\n**{}**\n", title("w2"));
         let _ = writeln!(
             out,
-            "| lock | waiting | sections/s | owner changes | per client | timeouts | counter | server commands per section (script calls included) | vs rslock best | peak MiB | errors |"
+            "| lock | waiting | sections/s | owner changes | per client | timeouts | counter | server commands per section (script calls included) | CPU µs per section, server / clients | vs rslock best | peak MiB | errors |"
         );
-        let _ = writeln!(out, "|---|---|---:|---:|---|---:|---|---:|---:|---:|---:|");
+        let _ = writeln!(
+            out,
+            "|---|---|---:|---:|---|---:|---|---:|---:|---:|---:|---:|"
+        );
         for row in self.rows("w2") {
             let Some(c) = &row.contention else { continue };
             let _ = writeln!(
                 out,
-                "| {} | {} | {:.0} | {:.1}% | {}..{} | {} | {} | {:.1} | {} | {} | {} |",
+                "| {} | {} | {:.0} | {:.1}% | {}..{} | {} | {} | {:.1} | {:.0} / {:.0} | {} | {} | {} |",
                 row.lock,
                 row.setting,
                 row.rate,
@@ -254,6 +263,8 @@ impl Report {
                     format!("{} LOST {}", c.counter, c.sections as i64 - c.counter)
                 },
                 c.commands_per_section,
+                c.cpu_us_per_section.0,
+                c.cpu_us_per_section.1,
                 ratio(true, row.rate, best_rslock),
                 mib(row.peak_kib),
                 row.errors
@@ -285,6 +296,8 @@ impl Report {
                         "counter": c.counter,
                         "counter_ok": c.counter_ok(),
                         "commands_per_section": c.commands_per_section,
+                        "server_cpu_us_per_section": c.cpu_us_per_section.0,
+                        "client_cpu_us_per_section": c.cpu_us_per_section.1,
                     })),
                 })
             })

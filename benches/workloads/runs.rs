@@ -149,6 +149,10 @@ pub struct Contention {
     /// Commands the server ran meanwhile (`INFO commandstats`), counter
     /// GET and SET included.
     pub server_commands: u64,
+    /// CPU time the server used meanwhile (`INFO cpu`).
+    pub server_cpu: Duration,
+    /// CPU time the bench process (all eight clients) used meanwhile.
+    pub client_cpu: Duration,
 }
 
 impl Contention {
@@ -181,6 +185,8 @@ pub async fn contend(
         .query_async::<()>(&mut judge)
         .await?;
     let commands_before = commands_run(&mut judge).await?;
+    let server_cpu_before = server_cpu(&mut judge).await?;
+    let client_cpu_before = client_cpu();
     let done = Arc::new(AtomicUsize::new(0));
     let holders = Arc::new(Mutex::new(Vec::with_capacity(sections)));
     let started = Instant::now();
@@ -238,6 +244,8 @@ pub async fn contend(
         .query_async(&mut judge)
         .await?;
     let server_commands = commands_run(&mut judge).await? - commands_before;
+    let server_cpu = server_cpu(&mut judge).await? - server_cpu_before;
+    let client_cpu = client_cpu() - client_cpu_before;
     let holders = std::mem::take(&mut *holders.lock().unwrap_or_else(|p| p.into_inner()));
     Ok(Contention {
         sections: holders.len(),
@@ -248,7 +256,42 @@ pub async fn contend(
         errors,
         counter,
         server_commands,
+        server_cpu,
+        client_cpu,
     })
+}
+
+/// The CPU time the server has used so far, by its own count (`INFO cpu`:
+/// `used_cpu_user` + `used_cpu_sys`, main thread and all).
+async fn server_cpu(conn: &mut Connection) -> Result<Duration, LockError> {
+    let info: String = redis::cmd("INFO").arg("cpu").query_async(conn).await?;
+    let seconds: f64 = info
+        .lines()
+        .filter_map(|line| {
+            let value = line
+                .strip_prefix("used_cpu_user:")
+                .or_else(|| line.strip_prefix("used_cpu_sys:"))?;
+            value.trim().parse::<f64>().ok()
+        })
+        .sum();
+    Ok(Duration::from_secs_f64(seconds))
+}
+
+/// The CPU time this process (the clients) has used so far: utime + stime
+/// of `/proc/self/stat`, in clock ticks of 10 ms.
+fn client_cpu() -> Duration {
+    let ticks = std::fs::read_to_string("/proc/self/stat")
+        .ok()
+        .and_then(|stat| {
+            // Fields after the command name (which may hold spaces).
+            let rest = stat.rsplit_once(')')?.1;
+            let fields: Vec<&str> = rest.split_whitespace().collect();
+            let utime: u64 = fields.get(11)?.parse().ok()?;
+            let stime: u64 = fields.get(12)?.parse().ok()?;
+            Some(utime + stime)
+        })
+        .unwrap_or(0);
+    Duration::from_millis(ticks * 10)
 }
 
 /// The critical section: GET the counter, SET it + 1. `false` when the
