@@ -19,7 +19,6 @@ use std::time::{Duration, Instant};
 
 use criterion::{Criterion, criterion_group};
 use futures_util::future::join_all;
-use harness::server::{Backend, Node};
 use lockcore::{ClientSetup, DistributedLock, LockConfig, StageEntry};
 
 // The CLI's list of stages, so the bench cannot drift from it.
@@ -36,28 +35,9 @@ fn locking_stages() -> impl Iterator<Item = StageEntry> {
 }
 const CONTENDERS: usize = 8;
 
-struct Servers {
-    nodes: Vec<Node>,
-}
-
-impl Servers {
-    async fn start(count: usize) -> Self {
-        let backend = Backend::from_env().unwrap_or_else(|e| panic!("{e}"));
-        let mut nodes = Vec::new();
-        for i in 0..count {
-            nodes.push(
-                Node::start(&backend, &format!("node{i}"), &[])
-                    .await
-                    .expect("a server starts"),
-            );
-        }
-        Self { nodes }
-    }
-
-    fn urls(&self, count: usize) -> Vec<String> {
-        self.nodes.iter().take(count).map(Node::url).collect()
-    }
-}
+#[path = "common/servers.rs"]
+mod servers;
+use servers::Servers;
 
 async fn client(stage: StageEntry, servers: &Servers, name: String) -> Box<dyn DistributedLock> {
     let config = LockConfig {
@@ -79,7 +59,10 @@ async fn take_and_give_back(lock: &dyn DistributedLock) {
 
 fn benches(c: &mut Criterion) {
     let runtime = tokio::runtime::Runtime::new().expect("a runtime");
-    let servers = runtime.block_on(Servers::start(5));
+    let servers = runtime
+        .block_on(Servers::start(5))
+        .unwrap_or_else(|e| panic!("{e}"));
+    eprintln!("servers: {}", servers.backend.label());
 
     let mut group = c.benchmark_group("uncontended");
     let ping = runtime

@@ -10,7 +10,10 @@ use std::sync::Arc;
 use std::time::SystemTime;
 
 use redis::aio::{ConnectionLike, MultiplexedConnection};
-use redis::{Cmd, Pipeline, RedisFuture, RedisResult, Value};
+use redis::{
+    AsyncConnectionConfig, Cmd, IntoConnectionInfo, Pipeline, ProtocolVersion, PushInfo, PushKind,
+    RedisFuture, RedisResult, Value,
+};
 
 use crate::LockError;
 
@@ -65,7 +68,17 @@ pub async fn connect_with_log(
     replies: Option<ReplyLog>,
 ) -> Result<Connection, LockError> {
     let client = redis::Client::open(url)?;
-    let mut inner = client.get_multiplexed_async_connection().await?;
+    let inner = client.get_multiplexed_async_connection().await?;
+    named(inner, url, name, replies).await
+}
+
+/// Names a fresh connection with `CLIENT SETNAME`.
+async fn named(
+    mut inner: MultiplexedConnection,
+    url: &str,
+    name: &str,
+    replies: Option<ReplyLog>,
+) -> Result<Connection, LockError> {
     redis::cmd("CLIENT")
         .arg("SETNAME")
         .arg(name)
@@ -79,7 +92,90 @@ pub async fn connect_with_log(
     })
 }
 
+/// What a subscriber connection hears: a message published on a channel
+/// it subscribed to, or the news that the connection was lost (after which
+/// it hears nothing more).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Heard {
+    /// A message: its channel and its payload.
+    Message {
+        /// The channel it was published on.
+        channel: String,
+        /// What was published.
+        payload: String,
+    },
+    /// The connection closed: subscriptions on it are gone.
+    Disconnected,
+}
+
+/// Opens a connection to `url` that can [`Connection::subscribe`], names it
+/// `name`, reports its answers to `replies`, and calls `heard` with every
+/// message and with the loss of the connection. `heard` runs on the
+/// connection's reader: it must return at once, never block.
+///
+/// The connection speaks RESP3, in which published messages arrive on the
+/// same connection as ordinary replies, so it is named, logged and faulted
+/// like every other connection of the client.
+pub async fn connect_subscriber(
+    url: &str,
+    name: &str,
+    replies: Option<ReplyLog>,
+    heard: impl Fn(Heard) + Send + Sync + 'static,
+) -> Result<Connection, LockError> {
+    let info = url.into_connection_info()?;
+    let resp3 = info
+        .redis_settings()
+        .clone()
+        .set_protocol(ProtocolVersion::RESP3);
+    let client = redis::Client::open(info.set_redis_settings(resp3))?;
+    let config = AsyncConnectionConfig::new().set_push_sender(move |push: PushInfo| {
+        match push.kind {
+            PushKind::Message => {
+                let text = |v: Option<&Value>| {
+                    v.and_then(|v| redis::from_redis_value_ref::<String>(v).ok())
+                        .unwrap_or_default()
+                };
+                heard(Heard::Message {
+                    channel: text(push.data.first()),
+                    payload: text(push.data.get(1)),
+                });
+            }
+            PushKind::Disconnection => heard(Heard::Disconnected),
+            _ => {} // subscription confirmations, and kinds we never ask for
+        }
+        Ok::<(), std::convert::Infallible>(())
+    });
+    let inner = client
+        .get_multiplexed_async_connection_with_config(&config)
+        .await?;
+    named(inner, url, name, replies).await
+}
+
+impl crate::ClientSetup {
+    /// Opens this client's subscriber connection to `url`, set up as every
+    /// other: named, and watched when a test asked to. See
+    /// [`connect_subscriber`].
+    pub async fn subscriber(
+        &self,
+        url: &str,
+        heard: impl Fn(Heard) + Send + Sync + 'static,
+    ) -> Result<Connection, LockError> {
+        connect_subscriber(url, &self.name, self.replies.clone(), heard).await
+    }
+}
+
 impl Connection {
+    /// Subscribes to `channel`, on a connection made by
+    /// [`connect_subscriber`]: its messages go to that connection's `heard`.
+    pub async fn subscribe(&mut self, channel: &str) -> Result<(), LockError> {
+        let sent = SystemTime::now();
+        let result = self.inner.subscribe(channel).await;
+        let mut command = redis::cmd("SUBSCRIBE");
+        command.arg(channel);
+        self.report(&command, sent, result.as_ref().map(|()| &Value::Okay));
+        Ok(result?)
+    }
+
     fn report(&self, command: &Cmd, sent: SystemTime, reply: Result<&Value, &redis::RedisError>) {
         if let Some(log) = &self.replies {
             log(SeenReply {

@@ -21,7 +21,9 @@ mod error;
 mod fault;
 
 pub use config::LockConfig;
-pub use connect::{Connection, ReplyLog, SeenReply, connect, connect_with_log};
+pub use connect::{
+    Connection, Heard, ReplyLog, SeenReply, connect, connect_subscriber, connect_with_log,
+};
 pub use contract::{
     Acquired, ClientSetup, ConnectFuture, Description, DistributedLock, LostSignal, Release,
     StageEntry,

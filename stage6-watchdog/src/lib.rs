@@ -17,9 +17,13 @@
 //!   that dies stops renewing, so its lock expires within one timeout. Taken
 //!   *with* a lease, the lock is not renewed: it expires when the lease does,
 //!   finished or not.
-//! - **Waiting on pub/sub.** A waiter subscribes to the lock's channel and
-//!   sleeps until the holder's unlock message, or until the holder's lock
-//!   would have expired, whichever comes first. No sleep-and-retry loop.
+//! - **Waiting on pub/sub.** A waiter sleeps until the holder's unlock
+//!   message, or until the holder's lock would have expired, whichever comes
+//!   first. No sleep-and-retry loop. As in Redisson, a client listens to a
+//!   lock's channel once, on one subscriber connection shared by all its
+//!   waiting tasks, and each unlock message wakes *one* of them: a release
+//!   frees the lock for one owner, so waking every waiter would only send
+//!   the others back to sleep after a wasted try.
 //!
 //! One thing Redisson does not do, and this stage does: when a renewal finds
 //! the lock gone (or cannot reach Redis), the watchdog fires the
@@ -57,17 +61,17 @@
 //! separate owner. And `unlock` must come from the task that locked.
 
 use std::collections::HashMap;
-use std::sync::{LazyLock, Mutex, MutexGuard};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, LazyLock, Mutex, MutexGuard};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use futures_util::StreamExt;
 use lockcore::{
     Acquired, ClientSetup, ConnectFuture, Connection, Description, DistributedLock, FaultPoints,
-    LockConfig, LockError, LostSignal, Point, Release, StageEntry,
+    Heard, LockConfig, LockError, LostSignal, Point, Release, StageEntry,
 };
-use redis::aio::PubSubStream;
-use redis::{ErrorKind, Script};
+use redis::Script;
+use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 use tokio::time::{Instant, sleep, timeout};
 use uuid::Uuid;
@@ -190,8 +194,11 @@ pub fn current_task() -> String {
 /// One client's handle on one lock: Redisson's `RLock`.
 pub struct RLock {
     conn: Connection,
-    /// Waiters open a subscriber connection of their own from it.
-    client: redis::Client,
+    /// How this client connects: its subscriber connection is opened the
+    /// same way as `conn` (named, to the same URL, watched by tests).
+    setup: ClientSetup,
+    /// The unlock messages, heard once for all of this client's waiters.
+    unlocks: Unlocks,
     config: LockConfig,
     channel: String,
     client_id: Uuid,
@@ -230,12 +237,13 @@ impl RLock {
         let conn = setup.connect(url).await?;
         Ok(Self {
             conn,
-            client: redis::Client::open(url.as_str())?,
+            unlocks: Unlocks::default(),
             channel: channel_name(&setup.config.key),
-            config: setup.config,
+            config: setup.config.clone(),
             client_id: Uuid::new_v4(),
-            faults: setup.faults,
+            faults: setup.faults.clone(),
             holds: Mutex::default(),
+            setup,
         })
     }
 
@@ -287,17 +295,20 @@ impl RLock {
         if deadline.is_some_and(|deadline| Instant::now() >= deadline) {
             return Ok(None);
         }
-        // Someone else holds it. Subscribe *before* trying again: a release
-        // that lands between our failed try and the SUBSCRIBE would publish
-        // to nobody, and we would sleep through it.
-        let mut unlocks = self.subscribe().await?;
+        // Someone else holds it. Count ourselves among the waiters and make
+        // sure the client listens *before* trying again: a release that
+        // lands between our failed try and the SUBSCRIBE would publish to
+        // nobody, and we would sleep through it.
+        let _waiting = self.unlocks.waiting();
         loop {
+            self.listen().await?;
             let Some(holder_pttl) = self.attempt(&owner, lease).await? else {
                 return self.took(owner, lease).await.map(Some);
             };
-            // Sleep until the unlock message, or until the holder's lock runs
-            // out on its own (a holder that died publishes nothing), or until
-            // our own deadline: whichever comes first. Then try once more.
+            // Sleep until an unlock message wakes us, or until the holder's
+            // lock runs out on its own (a holder that died publishes
+            // nothing), or until our own deadline: whichever comes first.
+            // Then try once more.
             let mut nap = u64::try_from(holder_pttl).ok().map(Duration::from_millis);
             if let Some(deadline) = deadline {
                 let left = deadline.saturating_duration_since(Instant::now());
@@ -306,12 +317,12 @@ impl RLock {
                 }
                 nap = Some(nap.map_or(left, |nap| nap.min(left)));
             }
-            let woken = match nap {
-                Some(nap) => timeout(nap, unlocks.next()).await,
-                None => Ok(unlocks.next().await),
-            };
-            if let Ok(None) = woken {
-                return Err(subscription_closed());
+            let woken = self.unlocks.signals.wake.notified();
+            match nap {
+                Some(nap) => {
+                    let _ = timeout(nap, woken).await;
+                }
+                None => woken.await,
             }
         }
     }
@@ -364,10 +375,31 @@ impl RLock {
         })
     }
 
-    async fn subscribe(&self) -> Result<PubSubStream, LockError> {
-        let mut pubsub = self.client.get_async_pubsub().await?;
-        pubsub.subscribe(&self.channel).await?;
-        Ok(pubsub.into_on_message())
+    // ANCHOR: listen
+    /// Makes sure this client listens to the lock's channel: the first wait
+    /// opens the subscriber connection and subscribes; later waits find it
+    /// open. A connection that was lost is opened again.
+    async fn listen(&self) -> Result<(), LockError> {
+        let mut subscriber = self.unlocks.subscriber.lock().await;
+        if subscriber.is_some() && !self.unlocks.signals.lost.load(Ordering::SeqCst) {
+            return Ok(());
+        }
+        let signals = Arc::clone(&self.unlocks.signals);
+        let channel = self.channel.clone();
+        let mut conn = self
+            .setup
+            .subscriber(self.url(), move |heard| signals.heard(&channel, heard))
+            .await?;
+        self.unlocks.signals.lost.store(false, Ordering::SeqCst);
+        conn.subscribe(&self.channel).await?;
+        *subscriber = Some(conn);
+        Ok(())
+    }
+    // ANCHOR_END: listen
+
+    fn url(&self) -> &str {
+        // `connect` refused a setup without one.
+        self.setup.urls.first().map_or("", String::as_str)
     }
 
     // ANCHOR: watchdog
@@ -502,12 +534,70 @@ fn millis(duration: Duration) -> u64 {
     u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
 }
 
-fn subscription_closed() -> LockError {
-    LockError::Redis(redis::RedisError::from((
-        ErrorKind::Io,
-        "the unlock subscription closed while waiting",
-    )))
+// ANCHOR: unlocks
+/// One client's ear on a lock's channel, shared by all its waiting tasks,
+/// as Redisson's `LockPubSub` keeps one subscription per lock name.
+#[derive(Default)]
+struct Unlocks {
+    /// The subscriber connection, opened by the first wait.
+    subscriber: tokio::sync::Mutex<Option<Connection>>,
+    /// What the connection's reader tells the waiters.
+    signals: Arc<Signals>,
 }
+
+#[derive(Default)]
+struct Signals {
+    /// Woken once per unlock message: one waiter tries, the others sleep on.
+    wake: Notify,
+    /// How many of this client's tasks are waiting.
+    waiting: AtomicUsize,
+    /// The subscriber connection was lost: the next wait opens a new one.
+    lost: AtomicBool,
+}
+
+impl Signals {
+    /// Called by the subscriber connection's reader; must not block.
+    fn heard(&self, channel: &str, heard: Heard) {
+        match heard {
+            Heard::Message {
+                channel: from,
+                payload,
+            } if from == channel && payload == UNLOCK_MESSAGE => {
+                // One release frees the lock for one owner: wake one waiter.
+                // With nobody waiting there is nobody to wake (our own
+                // release comes back to us too).
+                if self.waiting.load(Ordering::SeqCst) > 0 {
+                    self.wake.notify_one();
+                }
+            }
+            Heard::Message { .. } => {}
+            Heard::Disconnected => {
+                // Every waiter wakes, listens again on a new connection, and
+                // tries: a release may have gone unheard.
+                self.lost.store(true, Ordering::SeqCst);
+                self.wake.notify_waiters();
+                self.wake.notify_one();
+            }
+        }
+    }
+}
+
+impl Unlocks {
+    /// Counts a task among the waiters until the guard is dropped.
+    fn waiting(&self) -> Waiting<'_> {
+        self.signals.waiting.fetch_add(1, Ordering::SeqCst);
+        Waiting(&self.signals)
+    }
+}
+
+struct Waiting<'a>(&'a Signals);
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        self.0.waiting.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+// ANCHOR_END: unlocks
 
 // The harness drives every stage through one contract. This adapter is all
 // stage 6 needs for it; the lesson is above. `acquire` is Redisson's

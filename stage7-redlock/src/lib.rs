@@ -10,13 +10,22 @@
 //! 2. ask every master at once for `SET key value NX PX ttl`, each with a
 //!    timeout far below the TTL, so a dead or cut-off master costs a few
 //!    milliseconds and counts as a no;
-//! 3. the lock is ours when at least N/2+1 masters said OK *and* time is left:
+//! 3. the lock is ours as soon as N/2+1 masters said OK *and* time is left:
 //!    validity = TTL − time spent asking − a margin for clock drift
-//!    (TTL × drift factor + 2 ms). Only for that long may we trust it;
+//!    (TTL × drift factor + 2 ms). Only for that long may we trust it. The
+//!    time spent runs from before the first request until the majority's
+//!    last yes: that is when the lock began to exist, so counting to there
+//!    is exact. The masters still to answer are not waited for;
 //! 4. otherwise give back whatever we got, on every master (a master whose
 //!    answer was lost may still have written our key), wait a random while so
 //!    that clients that collided do not collide again in step, and retry;
 //! 5. release with the stage 5 compare-and-delete script, on every master.
+//!
+//! The masters that answer after the majority still get our `SET` (their
+//! answers are read in the background), so the key lands on as many masters
+//! as before. A late key is ours and harmless: the release reaches that
+//! master on the same connection, after our `SET`, so it deletes it; and if
+//! the holder never releases, it expires with its TTL like the others.
 //!
 //! What it fixes: losing one machine. Any minority of masters may be dead or
 //! unreachable and the lock still works, and still excludes
@@ -32,15 +41,18 @@
 //! holds the lock (`tests/gc_pause.rs`). Stage 8 adds what can.
 
 use std::future::Future;
+use std::sync::{Arc, LazyLock};
 use std::time::Duration;
 
 use async_trait::async_trait;
+use futures_util::StreamExt;
 use futures_util::future::join_all;
+use futures_util::stream::FuturesUnordered;
 use lockcore::{
     Acquired, ClientSetup, ConnectFuture, Connection, Description, DistributedLock, FaultPoints,
     LockConfig, LockError, Point, Release, StageEntry,
 };
-use redis::RedisResult;
+use redis::{RedisResult, Script};
 use tokio::sync::Mutex;
 use tokio::time::{Instant, sleep, timeout};
 use uuid::Uuid;
@@ -53,20 +65,24 @@ pub const DESCRIPTION: Description = Description {
     stage: 7,
     name: "stage7",
     title: "Redlock: SET NX PX on N independent masters, trusted on a majority",
-    acquire_commands: "SET key uuid NX PX ttl on every master at once; a majority and time left",
-    release_commands: "EVAL compare-and-delete on every master",
+    acquire_commands: "SET key uuid NX PX ttl on every master at once; done at a majority's yes \
+                       with time left",
+    release_commands: "EVALSHA compare-and-delete on every master",
     reentrant: false,
     nodes: NODES,
     fault_points: &[Point::AfterAcquire],
 };
 
 // ANCHOR: scripts
-// Sent with EVAL, script and all: one round trip on every master, even on
-// one that restarted and forgot its script cache (EVALSHA would first be
-// told NOSCRIPT, and a second round trip may not fit in the timeout).
+// Sent as EVALSHA: only the script's hash travels. Each new connection to a
+// master first loads both scripts (`SCRIPT LOAD`, as part of connecting), so
+// the hash is known there before any request needs it: a master loses its
+// script cache only by restarting, and a restart breaks the connection. A
+// NOSCRIPT answer would cost a second round trip, which may not fit in the
+// per-master timeout when that master is slow.
 
 /// Deletes the key only if it still holds our value (stage 5's script).
-const RELEASE: &str = r"
+const RELEASE_LUA: &str = r"
 if redis.call('GET', KEYS[1]) == ARGV[1] then
   return redis.call('DEL', KEYS[1])
 end
@@ -74,12 +90,15 @@ return 0
 ";
 
 /// Gives the key a fresh TTL only if it still holds our value.
-const EXTEND: &str = r"
+const EXTEND_LUA: &str = r"
 if redis.call('GET', KEYS[1]) == ARGV[1] then
   return redis.call('PEXPIRE', KEYS[1], ARGV[2])
 end
 return 0
 ";
+
+static RELEASE: LazyLock<Script> = LazyLock::new(|| Script::new(RELEASE_LUA));
+static EXTEND: LazyLock<Script> = LazyLock::new(|| Script::new(EXTEND_LUA));
 // ANCHOR_END: scripts
 
 // ANCHOR: timing
@@ -159,7 +178,16 @@ impl Master {
         if let Some(conn) = slot.as_ref() {
             return Ok(conn.clone());
         }
-        let conn = self.setup.connect(&self.url).await?;
+        let mut conn = self.setup.connect(&self.url).await?;
+        redis::pipe()
+            .cmd("SCRIPT")
+            .arg("LOAD")
+            .arg(RELEASE_LUA)
+            .cmd("SCRIPT")
+            .arg("LOAD")
+            .arg(EXTEND_LUA)
+            .exec_async(&mut conn)
+            .await?;
         *slot = Some(conn.clone());
         Ok(conn)
     }
@@ -176,7 +204,7 @@ pub struct Lease {
 
 /// Redlock over N independent masters.
 pub struct Redlock {
-    masters: Vec<Master>,
+    masters: Vec<Arc<Master>>,
     config: LockConfig,
     faults: FaultPoints,
 }
@@ -191,10 +219,10 @@ impl Redlock {
                 "Redlock needs at least one Redis URL".into(),
             ));
         }
-        let masters: Vec<Master> = setup
+        let masters: Vec<Arc<Master>> = setup
             .urls
             .iter()
-            .map(|url| Master::new(url, &setup))
+            .map(|url| Arc::new(Master::new(url, &setup)))
             .collect();
         let within = node_timeout(setup.config.ttl);
         join_all(masters.iter().map(|m| timeout(within, m.connection()))).await;
@@ -211,21 +239,20 @@ impl Redlock {
     }
 
     // ANCHOR: try_lock
-    /// Tries once: asks every master at once and counts the yeses.
+    /// Tries once: asks every master at once and counts the yeses as they
+    /// come, until a majority said yes or too many said no.
     pub async fn try_lock(&self) -> Result<Option<Lease>, LockError> {
         let value = Uuid::new_v4().to_string();
         let started = Instant::now();
-        let votes = join_all(
-            self.masters
-                .iter()
-                .map(|master| self.set_nx_px(master, &value)),
-        )
-        .await;
-        let yes = votes.into_iter().filter(|&said_yes| said_yes).count();
+        let votes = self
+            .masters
+            .iter()
+            .map(|master| self.set_nx_px(master, &value));
+        let yes = count_to_quorum(votes, self.quorum()).await;
 
         if yes >= self.quorum() {
-            // A majority said yes. A client that stalls here (a GC pause, a
-            // slow last answer) finds its validity used up just below.
+            // A majority said yes: the lock exists from now on. A client that
+            // stalls here (a GC pause) finds its validity used up just below.
             self.faults.reached(Point::AfterAcquire).await?;
             if let Some(validity) = validity(&self.config, started.elapsed()) {
                 return Ok(Some(Lease { value, validity }));
@@ -238,22 +265,29 @@ impl Redlock {
     }
     // ANCHOR_END: try_lock
 
-    async fn set_nx_px(&self, master: &Master, value: &str) -> bool {
-        let key = &self.config.key;
+    /// One master's vote: did it take our value? The future owns what it
+    /// needs, so that it can finish after `try_lock` has stopped waiting.
+    fn set_nx_px(&self, master: &Arc<Master>, value: &str) -> impl Future<Output = bool> + use<> {
+        let master = Arc::clone(master);
+        let key = self.config.key.clone();
+        let value = value.to_owned();
         let ttl_ms = self.config.ttl_ms();
-        let answer = master
-            .ask(node_timeout(self.config.ttl), |mut conn| async move {
-                redis::cmd("SET")
-                    .arg(key)
-                    .arg(value)
-                    .arg("NX")
-                    .arg("PX")
-                    .arg(ttl_ms)
-                    .query_async::<Option<String>>(&mut conn)
-                    .await
-            })
-            .await;
-        matches!(answer, Some(Some(ok)) if ok == "OK")
+        let within = node_timeout(self.config.ttl);
+        async move {
+            let answer = master
+                .ask(within, |mut conn| async move {
+                    redis::cmd("SET")
+                        .arg(&key)
+                        .arg(&value)
+                        .arg("NX")
+                        .arg("PX")
+                        .arg(ttl_ms)
+                        .query_async::<Option<String>>(&mut conn)
+                        .await
+                })
+                .await;
+            matches!(answer, Some(Some(ok)) if ok == "OK")
+        }
     }
 
     // ANCHOR: lock
@@ -275,27 +309,45 @@ impl Redlock {
 
     // ANCHOR: unlock
     /// Gives the lock back on every master. Returns on how many our key was
-    /// still there to delete.
+    /// still there to delete, counted until a majority confirmed (the
+    /// other masters still get the release; their answers are read in the
+    /// background).
     pub async fn unlock(&self, lease: &Lease) -> usize {
-        self.release_everywhere(&lease.value).await
+        let deletes = self
+            .masters
+            .iter()
+            .map(|master| self.delete_ours(master, &lease.value));
+        count_to_quorum(deletes, self.quorum()).await
     }
 
+    /// After a failed attempt: every master's answer is awaited, so that
+    /// the next attempt finds no key of ours left behind.
     async fn release_everywhere(&self, value: &str) -> usize {
-        let key = &self.config.key;
+        let deletes = self
+            .masters
+            .iter()
+            .map(|master| self.delete_ours(master, value));
+        join_all(deletes).await.into_iter().filter(|&d| d).count()
+    }
+
+    /// One master's part of a release: was our key there, and deleted?
+    fn delete_ours(&self, master: &Arc<Master>, value: &str) -> impl Future<Output = bool> + use<> {
+        let master = Arc::clone(master);
+        let key = self.config.key.clone();
+        let value = value.to_owned();
         let within = node_timeout(self.config.ttl);
-        let deleted = join_all(self.masters.iter().map(|master| {
-            master.ask(within, |mut conn| async move {
-                redis::cmd("EVAL")
-                    .arg(RELEASE)
-                    .arg(1)
-                    .arg(key)
-                    .arg(value)
-                    .query_async::<i64>(&mut conn)
-                    .await
-            })
-        }))
-        .await;
-        deleted.into_iter().filter(|&d| d == Some(1)).count()
+        async move {
+            let deleted = master
+                .ask(within, |mut conn| async move {
+                    RELEASE
+                        .key(&key)
+                        .arg(&value)
+                        .invoke_async::<i64>(&mut conn)
+                        .await
+                })
+                .await;
+            deleted == Some(1)
+        }
     }
     // ANCHOR_END: unlock
 
@@ -311,13 +363,11 @@ impl Redlock {
         let started = Instant::now();
         let extended = join_all(self.masters.iter().map(|master| {
             master.ask(within, |mut conn| async move {
-                redis::cmd("EVAL")
-                    .arg(EXTEND)
-                    .arg(1)
-                    .arg(key)
+                EXTEND
+                    .key(key)
                     .arg(value)
                     .arg(ttl_ms)
-                    .query_async::<i64>(&mut conn)
+                    .invoke_async::<i64>(&mut conn)
                     .await
             })
         }))
@@ -333,6 +383,41 @@ impl Redlock {
     }
     // ANCHOR_END: extend
 }
+
+// ANCHOR: quorum
+/// Counts `votes` (one per master, all asked at once) as they come, until
+/// `quorum` of them said yes or so many said no that `quorum` is out of
+/// reach, and returns the yeses.
+///
+/// The votes still out are not waited for, but not dropped either: a task
+/// of their own reads their answers, so that their `SET`s still go out (a
+/// request whose answer nobody awaits any more may never be sent) and our
+/// key lands on as many masters as it can, exactly as if we had waited.
+async fn count_to_quorum<V>(votes: impl Iterator<Item = V>, quorum: usize) -> usize
+where
+    V: Future<Output = bool> + Send + 'static,
+{
+    let mut votes: FuturesUnordered<V> = votes.collect();
+    let mut noes_allowed = votes.len().saturating_sub(quorum);
+    let mut yes = 0;
+    while let Some(said_yes) = votes.next().await {
+        if said_yes {
+            yes += 1;
+            if yes >= quorum {
+                break;
+            }
+        } else if noes_allowed == 0 {
+            break;
+        } else {
+            noes_allowed -= 1;
+        }
+    }
+    if !votes.is_empty() {
+        tokio::spawn(votes.count());
+    }
+    yes
+}
+// ANCHOR_END: quorum
 
 /// A random pause between half and one and a half retry intervals, from the
 /// random bits of a fresh UUID: clients that just collided spread out.
@@ -418,6 +503,41 @@ mod tests {
         assert_eq!(
             node_timeout(Duration::from_secs(30)),
             Duration::from_millis(50)
+        );
+    }
+
+    /// Five votes: some answered at once, the rest never.
+    type Vote = std::pin::Pin<Box<dyn Future<Output = bool> + Send>>;
+
+    fn votes(answered: &[bool]) -> Vec<Vote> {
+        let mut votes: Vec<Vote> = answered
+            .iter()
+            .map(|&yes| Box::pin(std::future::ready(yes)) as _)
+            .collect();
+        while votes.len() < NODES {
+            votes.push(Box::pin(std::future::pending()));
+        }
+        votes
+    }
+
+    #[tokio::test]
+    async fn a_majority_of_yeses_is_enough_the_others_are_not_waited_for() {
+        // Two masters never answer; if they were waited for, this would hang.
+        assert_eq!(
+            count_to_quorum(votes(&[true, true, true]).into_iter(), 3).await,
+            3
+        );
+        assert_eq!(
+            count_to_quorum(votes(&[false, true, true, true]).into_iter(), 3).await,
+            3
+        );
+    }
+
+    #[tokio::test]
+    async fn three_noes_of_five_end_the_count_without_the_others() {
+        assert_eq!(
+            count_to_quorum(votes(&[false, true, false, false]).into_iter(), 3).await,
+            1
         );
     }
 

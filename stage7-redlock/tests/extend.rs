@@ -6,6 +6,7 @@ use std::time::Duration;
 use harness::server::{Backend, Node};
 use lockcore::{ClientSetup, LockConfig};
 use stage7::{Lease, Redlock};
+use tokio::time::{Instant, sleep};
 
 const TTL: Duration = Duration::from_secs(10);
 const KEY: &str = "lock:stock";
@@ -46,6 +47,21 @@ async fn held_on_five_masters() -> (Vec<Node>, Redlock, Lease) {
         .await
         .unwrap()
         .expect("five free masters grant the lock");
+    // The lock is granted at the majority's last yes; the other masters'
+    // SETs are still on their way. Wait for them to land.
+    for node in &nodes {
+        let started = Instant::now();
+        while on_node::<Option<String>>(node, redis::cmd("GET").arg(KEY)).await
+            != Some(lease.value.clone())
+        {
+            assert!(
+                started.elapsed() < Duration::from_secs(20),
+                "{} never got the key",
+                node.label()
+            );
+            sleep(Duration::from_millis(2)).await;
+        }
+    }
     (nodes, lock, lease)
 }
 
