@@ -77,16 +77,23 @@ impl<'a> Report<'a> {
 
     /// The table as Markdown, with a legend and the n/a reasons.
     pub fn markdown(&self) -> String {
-        let columns = self.columns();
-        let mut out = String::from("| stage | ");
-        out.push_str(&columns.join(" | "));
+        // A row per scenario and a column per stage: there are far more
+        // scenarios than stages, and a page is taller than it is wide.
+        let rows = self.rows();
+        let stages: Vec<&str> = rows.iter().map(|(stage, _)| *stage).collect();
+        let mut out = String::from("| scenario | ");
+        out.push_str(&stages.join(" | "));
         out.push_str(" |\n|---|");
-        out.push_str(&"---|".repeat(columns.len()));
+        out.push_str(&"---|".repeat(stages.len()));
         out.push('\n');
-        for (stage, cells) in self.rows() {
-            let _ = write!(out, "| {stage} |");
-            for cell in cells {
-                let _ = write!(out, " {} |", short(cell));
+        for (i, scenario) in self.columns().iter().enumerate() {
+            let _ = write!(out, "| {scenario} |");
+            for (_, cells) in &rows {
+                let _ = write!(
+                    out,
+                    " {} |",
+                    cells.get(i).map(|c| short(c)).unwrap_or_default()
+                );
             }
             out.push('\n');
         }
