@@ -188,8 +188,23 @@ impl Timeline {
     /// (a client retrying `SETNX`) prints once, with its count and its last
     /// time.
     pub fn render(&self) -> String {
+        self.render_part(Duration::ZERO, Duration::MAX, |_| true)
+    }
+
+    /// The printed timeline, only the events from `from` to `to` after the
+    /// start that `keep` keeps (the part of a long run that shows one thing).
+    pub fn render_part(
+        &self,
+        from: Duration,
+        to: Duration,
+        keep: impl Fn(&Event) -> bool,
+    ) -> String {
         let mut out = String::new();
-        let events = self.events();
+        let events: Vec<Event> = self
+            .events()
+            .into_iter()
+            .filter(|e| (from..=to).contains(&self.offset(e.at)) && keep(e))
+            .collect();
         let mut i = 0;
         while i < events.len() {
             let event = &events[i];

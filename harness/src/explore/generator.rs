@@ -1,0 +1,281 @@
+//! The generator: what the clients do while the nemesis strikes.
+//!
+//! Each client is a real holder process (so that `kill -9` and SIGSTOP are
+//! real) driven by a loop here: acquire with the stage's own waiting, read
+//! the stock, work for a random time, sell, release; again, until the
+//! trial's time is up. Every step goes into the history as an invocation
+//! and a completion. An operation whose outcome is unknown (a timeout, a
+//! lost connection, a killed process) ends that process: the client starts
+//! a fresh one, as a crashed service is restarted, and carries on.
+//!
+//! The work times come from a generator seeded per trial and client, so a
+//! replay asks the same of every client; how their requests interleave is
+//! up to the machine.
+
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::time::Duration;
+
+use lockcore::{LockError, Point, Release};
+use tokio::time::{Instant, sleep, timeout};
+
+use super::history::{Detail, History, Op, Phase};
+use super::nemesis::{client_name, signal_pid};
+use super::rng::Rng;
+use crate::client::ClientFactory;
+use crate::error::{HarnessError, Result};
+use crate::holder::{HolderProcess, Launcher};
+use crate::process::Signal;
+use crate::workload::Sale;
+
+/// What the nemesis knows of one client, and how it reaches it.
+#[derive(Debug, Default)]
+pub(crate) struct Slot {
+    pid: AtomicU32,
+    inside: AtomicBool,
+    reconnect: AtomicBool,
+    slow: Mutex<Option<Duration>>,
+    stall: Mutex<Option<Duration>>,
+}
+
+impl Slot {
+    /// Its next critical section (or the one it is in) works `extra` longer.
+    pub(crate) fn slow_next(&self, extra: Duration) {
+        *lock(&self.slow) = Some(extra);
+    }
+
+    /// Its next release stops for `stall` on its way.
+    pub(crate) fn stall_next(&self, stall: Duration) {
+        *lock(&self.stall) = Some(stall);
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Every client of a trial.
+#[derive(Debug)]
+pub(crate) struct Slots(Vec<Slot>);
+
+impl Slots {
+    pub(crate) fn new(clients: usize) -> Self {
+        Self((0..clients).map(|_| Slot::default()).collect())
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    pub(crate) fn get(&self, index: usize) -> &Slot {
+        &self.0[index.min(self.0.len() - 1)]
+    }
+
+    /// The client inside its critical section now: `preferred` if it is,
+    /// else the first one that is, else `preferred`.
+    pub(crate) fn holder_else(&self, preferred: usize) -> usize {
+        let inside = |i: &usize| self.0[*i].inside.load(Ordering::SeqCst);
+        if inside(&preferred) {
+            return preferred;
+        }
+        (0..self.0.len()).find(inside).unwrap_or(preferred)
+    }
+
+    /// Signals client `index`'s current process.
+    pub(crate) fn signal(&self, index: usize, signal: Signal) -> Result<()> {
+        signal_pid(self.get(index).pid.load(Ordering::SeqCst), signal)
+    }
+
+    /// Every client starts a fresh process (new connections) before its next
+    /// acquire: a restarted node's old connections are dead, and redis-rs's
+    /// connections do not reconnect by themselves.
+    pub(crate) fn reconnect_all(&self) {
+        for slot in &self.0 {
+            slot.reconnect.store(true, Ordering::SeqCst);
+        }
+    }
+
+    /// Thaws the client called `name`.
+    pub(crate) fn thaw_named(&self, name: &str) -> Result<()> {
+        match (0..self.0.len()).find(|i| client_name(*i) == name) {
+            Some(index) => self.signal(index, Signal::Continue),
+            None => Ok(()),
+        }
+    }
+}
+
+/// What every client loop of a trial shares.
+pub(crate) struct Workload<'a> {
+    pub(crate) factory: &'a ClientFactory,
+    pub(crate) launcher: &'a Launcher,
+    pub(crate) history: &'a History,
+    pub(crate) slots: &'a Slots,
+    /// The lock's TTL, which every wait is measured in.
+    pub(crate) ttl: Duration,
+    /// How long one purchase usually thinks.
+    pub(crate) business: Duration,
+    /// Where a stalled release stops.
+    pub(crate) stall_point: Point,
+    /// No new acquire after this.
+    pub(crate) until: Instant,
+    /// The work times' generator seed: the trial's seed and number.
+    pub(crate) seed: (u64, u64),
+}
+
+impl Workload<'_> {
+    /// The longest any one request may take before the client is deemed
+    /// stuck and restarted: the wait for the lock plus the longest freeze,
+    /// with room to spare.
+    fn request_limit(&self) -> Duration {
+        self.ttl * 12
+    }
+
+    /// Client `slot`'s loop, until the trial's time is up.
+    pub(crate) async fn client(&self, slot: usize) -> Result<()> {
+        let name = client_name(slot);
+        let state = self.slots.get(slot);
+        let mut rng = Rng::new(self.seed.0, (self.seed.1 << 8) + slot as u64 + 1);
+        let mut holder = self.spawn(&name, state)?;
+        while Instant::now() < self.until {
+            if state.reconnect.swap(false, Ordering::SeqCst) {
+                drop(holder);
+                holder = self.spawn(&name, state)?;
+            }
+            if let Err(Unknown) = self.one_purchase(&name, state, &mut holder, &mut rng).await {
+                state.inside.store(false, Ordering::SeqCst);
+                drop(holder);
+                sleep(self.ttl / 10).await;
+                holder = self.spawn(&name, state)?;
+            }
+        }
+        state.pid.store(0, Ordering::SeqCst);
+        Ok(())
+    }
+
+    fn spawn(&self, name: &str, state: &Slot) -> Result<HolderProcess> {
+        let holder = HolderProcess::spawn(self.launcher, self.factory, name)?;
+        state.pid.store(holder.pid(), Ordering::SeqCst);
+        Ok(holder)
+    }
+
+    /// Acquire, read, work, sell, release. `Err(Unknown)` when an outcome
+    /// is unknown and the process must be replaced.
+    async fn one_purchase(
+        &self,
+        name: &str,
+        state: &Slot,
+        holder: &mut HolderProcess,
+        rng: &mut Rng,
+    ) -> Result<(), Unknown> {
+        let h = self.history;
+        let patience = self.ttl * 3;
+        h.invoke(name, Op::Acquire, Detail::default());
+        match self
+            .within(Op::Acquire, name, holder.acquire(patience))
+            .await?
+        {
+            false => {
+                h.complete(name, Op::Acquire, Phase::Fail, Detail::default());
+                return Ok(());
+            }
+            true => {
+                let held = holder.held().cloned();
+                h.complete(
+                    name,
+                    Op::Acquire,
+                    Phase::Ok,
+                    Detail {
+                        value: held.as_ref().map(|a| a.value.clone()),
+                        token: held.as_ref().and_then(|a| a.fencing_token),
+                        ..Detail::default()
+                    },
+                );
+                state.inside.store(true, Ordering::SeqCst);
+            }
+        }
+        let token = holder.held().and_then(|a| a.fencing_token);
+
+        h.invoke(name, Op::Read, Detail::default());
+        let stock = self.within(Op::Read, name, holder.read_stock()).await?;
+        h.complete(name, Op::Read, Phase::Ok, number(stock));
+
+        let ms = u64::try_from(self.business.as_millis()).unwrap_or(20);
+        sleep(Duration::from_millis(rng.between(ms / 4, ms * 3 / 2))).await;
+        let extra = lock(&state.slow).take();
+        if let Some(extra) = extra {
+            sleep(extra).await;
+        }
+
+        h.invoke(
+            name,
+            Op::Sell,
+            Detail {
+                token,
+                ..number(stock)
+            },
+        );
+        let sale = self.within(Op::Sell, name, holder.sell(stock)).await?;
+        let (phase, detail) = match sale {
+            Sale::Sold(from) => (Phase::Ok, word("sold", Some(from))),
+            Sale::SoldOut => (Phase::Ok, word("sold-out", None)),
+            Sale::Rejected { .. } => (Phase::Fail, word("rejected", None)),
+        };
+        h.complete(name, Op::Sell, phase, Detail { token, ..detail });
+
+        let stall = lock(&state.stall).take();
+        if let Some(stall) = stall {
+            let _ = holder.stall(self.stall_point, stall).await;
+        }
+        state.inside.store(false, Ordering::SeqCst);
+        h.invoke(name, Op::Release, Detail::default());
+        let (phase, detail) = match self.within(Op::Release, name, holder.release()).await? {
+            Ok(Release::Deleted) => (Phase::Ok, word("deleted", None)),
+            Ok(Release::NothingDeleted) => (Phase::Ok, word("nothing", None)),
+            Ok(Release::StillHeld(n)) => (Phase::Ok, word("still-held", Some(i64::from(n)))),
+            Err(LockError::NotOwner) => (Phase::Fail, word("not-owner", None)),
+            Err(other) => (Phase::Info, word(&other.to_string(), None)),
+        };
+        h.complete(name, Op::Release, phase, detail);
+        if phase == Phase::Info {
+            return Err(Unknown);
+        }
+        Ok(())
+    }
+
+    /// Runs one request with the time limit; an error or a timeout is
+    /// recorded as `info` and ends the process.
+    async fn within<T>(
+        &self,
+        op: Op,
+        name: &str,
+        request: impl Future<Output = Result<T>>,
+    ) -> Result<T, Unknown> {
+        let error = match timeout(self.request_limit(), request).await {
+            Ok(Ok(value)) => return Ok(value),
+            Ok(Err(HarnessError::Holder(e))) => e,
+            Ok(Err(e)) => e.to_string(),
+            Err(_) => format!("no answer within {}ms", self.request_limit().as_millis()),
+        };
+        self.history
+            .complete(name, op, Phase::Info, word(&error, None));
+        Err(Unknown)
+    }
+}
+
+/// An operation's outcome is unknown; the client's process is replaced.
+struct Unknown;
+
+fn number(n: i64) -> Detail {
+    Detail {
+        number: Some(n),
+        ..Detail::default()
+    }
+}
+
+fn word(result: &str, n: Option<i64>) -> Detail {
+    Detail {
+        result: Some(result.to_owned()),
+        number: n,
+        ..Detail::default()
+    }
+}
