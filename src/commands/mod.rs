@@ -1,5 +1,6 @@
 //! One module per subcommand.
 
+pub mod explore;
 pub mod holder;
 mod list;
 mod matrix;
@@ -28,6 +29,7 @@ pub async fn dispatch(command: Command) -> Result<(), Failure> {
             out,
             jobs,
         } => matrix::run(&stages, &scenarios, json, &out, jobs).await,
+        Command::Explore(args) => explore::run(args).await,
         Command::Holder { .. } => unreachable!("the holder runs without the CLI's runtime"),
     }
 }

@@ -98,18 +98,17 @@ impl Found {
         let entries = outcome.history.entries();
         let slice = violation.slice(&entries);
         let text: String = slice.iter().map(|e| format!("{}\n", e.render())).collect();
-        let (from, to) = (
-            slice.first().map(|e| e.at).unwrap_or_default(),
-            slice.last().map(|e| e.at).unwrap_or_default(),
-        );
-        let ttl = history::setup(&entries).0;
         let mut actors = violation.processes.clone();
         actors.extend(["harness".to_owned(), "redis".to_owned()]);
-        let timeline = outcome.timeline.render_part(
-            from.saturating_sub(ttl),
-            to + Duration::from_millis(20),
-            |event| actors.contains(&event.actor),
-        );
+        let timeline: Vec<String> = windows(&slice)
+            .into_iter()
+            .map(|(from, to)| {
+                outcome
+                    .timeline
+                    .render_part(from, to, |event| actors.contains(&event.actor))
+            })
+            .collect();
+        let timeline = timeline.join("          …\n");
         Self {
             spec: spec.clone(),
             violation: violation.clone(),
@@ -119,6 +118,22 @@ impl Found {
             trials: 1,
         }
     }
+}
+
+/// The stretches of time around each entry of `slice` (from a little
+/// before to just after), merged where they touch.
+fn windows(slice: &[&history::Entry]) -> Vec<(Duration, Duration)> {
+    const BEFORE: Duration = Duration::from_millis(40);
+    const AFTER: Duration = Duration::from_millis(10);
+    let mut windows: Vec<(Duration, Duration)> = Vec::new();
+    for entry in slice {
+        let (from, to) = (entry.at.saturating_sub(BEFORE), entry.at + AFTER);
+        match windows.last_mut() {
+            Some(last) if from <= last.1 => last.1 = last.1.max(to),
+            _ => windows.push((from, to)),
+        }
+    }
+    windows
 }
 
 /// At most `most` lines: the first and the last halves, and how many were

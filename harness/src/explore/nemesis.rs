@@ -150,6 +150,23 @@ pub struct Fault {
 impl fmt::Display for Fault {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let holder = format!("the holder (else {})", client_name(self.client));
+        self.tell(f, &holder)
+    }
+}
+
+impl Fault {
+    /// The fault as it struck `client` (the schedule only knows "the holder").
+    pub fn as_struck(&self, client: &str) -> String {
+        struct Struck<'a>(&'a Fault, &'a str);
+        impl fmt::Display for Struck<'_> {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                self.0.tell(f, self.1)
+            }
+        }
+        Struck(self, client).to_string()
+    }
+
+    fn tell(&self, f: &mut fmt::Formatter<'_>, holder: &str) -> fmt::Result {
         let nodes = self
             .nodes
             .iter()
@@ -404,11 +421,12 @@ impl<'a> Nemesis<'a> {
         let name = client_name(target);
         let result = self.strike(fault, target, &name).await;
         let text = match &result {
-            Ok(()) => fault.to_string(),
-            Err(e) => format!("{fault} (failed: {e})"),
+            Ok(()) => fault.as_struck(&name),
+            Err(e) => format!("{} (failed: {e})", fault.as_struck(&name)),
         };
         let aimed = fault.kind.aims_at_a_client().then_some(name.as_str());
         self.history.nemesis(i, fault.kind, "start", aimed, &text);
+        self.run.narrate(format!("nemesis #{i}: {text}"));
         let lasts = matches!(
             fault.kind,
             Kind::Freeze | Kind::Delay | Kind::Cut | Kind::Failover
@@ -488,6 +506,7 @@ impl<'a> Nemesis<'a> {
         };
         let aimed = fault.kind.aims_at_a_client().then_some(target);
         self.history.nemesis(i, fault.kind, "end", aimed, &text);
+        self.run.narrate(format!("nemesis #{i} ends: {text}"));
     }
 
     /// Kills the master, promotes the replica, and points the master's

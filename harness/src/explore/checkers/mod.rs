@@ -93,9 +93,8 @@ pub struct Violation {
 }
 
 impl Violation {
-    /// The smallest slice of `entries` that shows the violation: from the
-    /// first piece of evidence to the last, only the clients involved, the
-    /// nemesis and the final read.
+    /// The smallest slice of `entries` that shows the violation: the
+    /// evidence, and what the nemesis did meanwhile.
     pub fn slice<'a>(&self, entries: &'a [Entry]) -> Vec<&'a Entry> {
         let (Some(first), Some(last)) = (self.evidence.iter().min(), self.evidence.iter().max())
         else {
@@ -104,11 +103,7 @@ impl Violation {
         entries
             .iter()
             .filter(|e| (*first..=*last).contains(&e.index))
-            .filter(|e| {
-                self.evidence.contains(&e.index)
-                    || matches!(e.what, What::Nemesis { .. })
-                    || (self.processes.contains(&e.process) && e.op().is_some())
-            })
+            .filter(|e| self.evidence.contains(&e.index) || matches!(e.what, What::Nemesis { .. }))
             .collect()
     }
 }
