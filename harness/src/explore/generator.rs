@@ -130,6 +130,20 @@ impl Workload<'_> {
         self.ttl * 12
     }
 
+    /// How long one purchase thinks: usually around the business time, one
+    /// time in four up to a third of the TTL (still a 3x margin), so that
+    /// a node fault can land while a holder is inside long enough for
+    /// others to come back and take the lock.
+    fn work_time(&self, rng: &mut Rng) -> Duration {
+        let business = u64::try_from(self.business.as_millis()).unwrap_or(20);
+        let ttl = u64::try_from(self.ttl.as_millis()).unwrap_or(300);
+        Duration::from_millis(if rng.between(0, 3) == 0 {
+            rng.between(ttl / 6, ttl / 3)
+        } else {
+            rng.between(business / 4, business * 3 / 2)
+        })
+    }
+
     /// Client `slot`'s loop, until the trial's time is up.
     pub(crate) async fn client(&self, slot: usize) -> Result<()> {
         let name = client_name(slot);
@@ -199,8 +213,7 @@ impl Workload<'_> {
         let stock = self.within(Op::Read, name, holder.read_stock()).await?;
         h.complete(name, Op::Read, Phase::Ok, number(stock));
 
-        let ms = u64::try_from(self.business.as_millis()).unwrap_or(20);
-        sleep(Duration::from_millis(rng.between(ms / 4, ms * 3 / 2))).await;
+        sleep(self.work_time(rng)).await;
         let extra = lock(&state.slow).take();
         if let Some(extra) = extra {
             sleep(extra).await;

@@ -175,6 +175,11 @@ pub struct StageReport {
     pub faults: BTreeMap<Kind, usize>,
     /// The first violation of each check.
     pub found: BTreeMap<Check, Found>,
+    /// Trials where the machine stalled a client past the TTL with no
+    /// fault aimed at it.
+    pub disturbed: u64,
+    /// The checks that failed in trials the machine did not disturb.
+    pub found_undisturbed: std::collections::BTreeSet<Check>,
 }
 
 impl StageReport {
@@ -196,6 +201,11 @@ impl StageReport {
         self.worked += outcome.worked;
         for (_, fault) in &outcome.schedule.0 {
             *self.faults.entry(fault.kind).or_default() += 1;
+        }
+        self.disturbed += u64::from(outcome.disturbed);
+        if !outcome.disturbed {
+            self.found_undisturbed
+                .extend(outcome.violations.iter().map(|v| v.check));
         }
         for violation in &outcome.violations {
             self.found

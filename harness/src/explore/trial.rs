@@ -74,6 +74,9 @@ pub struct TrialOutcome {
     pub operations: usize,
     /// How long the clients worked.
     pub worked: Duration,
+    /// A critical section outlived the TTL with no fault aimed at its
+    /// client: the machine stalled it ([`checkers::unexplained_overruns`]).
+    pub disturbed: bool,
 }
 
 /// Runs one trial on fresh servers.
@@ -145,6 +148,7 @@ pub async fn run(env: &ScenarioEnv, spec: &TrialSpec) -> Result<TrialOutcome> {
     let entries = history.entries();
     let violations = checkers::check(&entries);
     let sections = checkers::sections(&entries).len();
+    let disturbed = !checkers::unexplained_overruns(&entries).is_empty();
     let operations = entries
         .iter()
         .filter(|e| matches!(e.op(), Some((_, super::history::Phase::Invoke, _))))
@@ -157,5 +161,6 @@ pub async fn run(env: &ScenarioEnv, spec: &TrialSpec) -> Result<TrialOutcome> {
         sections,
         operations,
         worked,
+        disturbed,
     })
 }

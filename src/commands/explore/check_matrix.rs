@@ -145,6 +145,22 @@ pub(super) async fn run(
             .await?;
             let cell = judge(&want, &baseline, kind.is_some(), &report);
             let line = args_line(args, stage, &plan.kinds);
+            let only_disturbed: Vec<&str> = report
+                .found
+                .keys()
+                .filter(|c| !report.found_undisturbed.contains(c))
+                .map(|c| c.name())
+                .collect();
+            if !only_disturbed.is_empty() {
+                println!(
+                    "{name} x {column} ({}): {} found only in the {} trial(s) where the machine \
+                     stalled a client past the TTL with no fault aimed at it; not held against \
+                     the cell",
+                    kind_name(*kind),
+                    only_disturbed.join(" "),
+                    report.disturbed
+                );
+            }
             match &cell {
                 Cell::Disagrees { found, trials } => {
                     disagreements += 1;
@@ -197,11 +213,17 @@ fn judge(
 ) -> Cell {
     let trials = report.trials;
     let found = seen(report);
-    // Faults are blamed only for what contention alone does not do.
+    // A fault kind is blamed only for what it did in trials the machine
+    // did not disturb, and only for what contention alone does not do.
+    let undisturbed: BTreeSet<Seen> = report
+        .found_undisturbed
+        .iter()
+        .map(|c| Seen::of(*c))
+        .collect();
     let blamed: BTreeSet<Seen> = if faulted {
-        found.difference(baseline).copied().collect()
+        undisturbed.difference(baseline).copied().collect()
     } else {
-        found.clone()
+        undisturbed
     };
     if want.is_empty() {
         return if blamed.is_empty() {

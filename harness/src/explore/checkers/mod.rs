@@ -186,6 +186,26 @@ fn closes(entry: &Entry, process: &str) -> bool {
     }
 }
 
+/// Critical sections that outlived the TTL although no fault was aimed at
+/// their client meanwhile: the machine itself stalled the client (a loaded
+/// host can hold a process for hundreds of milliseconds). Such a trial
+/// tested more than its fault kind; it says so instead of blaming the kind.
+pub fn unexplained_overruns(entries: &[Entry]) -> Vec<Section> {
+    let ttl = super::history::setup(entries).0;
+    let end = end_of(entries);
+    sections(entries)
+        .into_iter()
+        .filter(|s| s.end_or(end) - s.start > ttl)
+        .filter(|s| {
+            let last = s.closed.map_or(usize::MAX, |(index, _)| index);
+            !entries.iter().any(|e| {
+                (s.opened..=last).contains(&e.index)
+                    && matches!(&e.what, What::Nemesis { target: Some(t), .. } if *t == s.process)
+            })
+        })
+        .collect()
+}
+
 /// When the history ends.
 pub fn end_of(entries: &[Entry]) -> Duration {
     entries.iter().map(|e| e.at).max().unwrap_or_default()
