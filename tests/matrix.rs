@@ -19,7 +19,11 @@ fn every_cell_of_the_matrix_is_what_the_expected_matrix_says() {
         )
     });
     let cells = report["cells"].as_array().expect("cells");
-    assert_eq!(cells.len(), 9 * 11, "stage0..stage8 x 11 scenarios");
+    assert_eq!(
+        cells.len(),
+        9 * harness::SCENARIOS.len(),
+        "stage0..stage8 x every scenario"
+    );
     let differing: Vec<String> = cells
         .iter()
         .filter(|cell| cell["matches"] != true)
@@ -40,4 +44,15 @@ fn every_cell_of_the_matrix_is_what_the_expected_matrix_says() {
         Some(0),
         "exit code 0 when every cell matches"
     );
+}
+
+#[test]
+fn zero_jobs_is_refused_with_exit_2_before_anything_runs() {
+    let output = Command::new(env!("CARGO_BIN_EXE_lockstages"))
+        .args(["matrix", "--jobs", "0"])
+        .output()
+        .expect("the CLI runs");
+    assert_eq!(output.status.code(), Some(2));
+    let error = String::from_utf8_lossy(&output.stderr);
+    assert!(error.contains("--jobs 0"), "{error}");
 }

@@ -11,8 +11,9 @@ use lockcore::{
 
 use crate::error::{HarnessError, Result};
 use crate::fault::FaultPlan;
+use crate::guard::LockGuard;
 use crate::observe::Ledger;
-use crate::workload::{Database, Sale};
+use crate::workload::{Database, Fencing, Sale};
 
 /// Everything needed to make clients of one stage in one scenario.
 #[derive(Debug, Clone)]
@@ -27,6 +28,9 @@ pub struct ClientFactory {
     pub config: LockConfig,
     /// Shared by all clients of the scenario.
     pub ledger: Ledger,
+    /// How stage 8's resource checks tokens (the fixed resource unless a
+    /// story wants to show the write-only one).
+    pub fencing: Fencing,
 }
 
 impl ClientFactory {
@@ -47,8 +51,10 @@ impl ClientFactory {
             faults: faults.clone(),
             replies: Some(self.ledger.timeline().reply_log()),
         };
-        let db = Database::connect(&setup, &self.db_url).await?;
-        let lock = (self.stage.connect)(setup).await?;
+        let db = Database::connect(&setup, &self.db_url)
+            .await?
+            .with_fencing(self.fencing);
+        let lock = Arc::from((self.stage.connect)(setup).await?);
         Ok(Client {
             name: name.to_owned(),
             lock,
@@ -63,7 +69,7 @@ impl ClientFactory {
 /// One client of the workload.
 pub struct Client {
     name: String,
-    lock: Box<dyn DistributedLock>,
+    lock: Arc<dyn DistributedLock>,
     db: Database,
     ledger: Ledger,
     faults: FaultPoints,
@@ -102,8 +108,20 @@ impl Client {
                 self.ledger.acquired(&self.name, &held);
                 Ok(Some(held))
             }
-            None => Ok(None),
+            None => {
+                self.ledger.not_acquired(&self.name);
+                Ok(None)
+            }
         }
+    }
+
+    /// Takes the lock, waiting at most `wait`, as a guard that gives it
+    /// back on every path ([`LockGuard`]).
+    pub async fn acquire_guarded(&self, wait: Duration) -> Result<Option<LockGuard>> {
+        Ok(self
+            .acquire(wait)
+            .await?
+            .map(|held| LockGuard::new(self.lock.clone(), held, &self.name, self.ledger.clone())))
     }
 
     /// Gives the lock back. A refusal (not the owner) is a result here, not
@@ -139,9 +157,10 @@ impl Client {
         }
     }
 
-    /// Reads the stock (the start of the critical section's business).
-    pub async fn read_stock(&self) -> Result<i64> {
-        self.db.read_stock().await
+    /// Reads the stock (the start of the critical section's business),
+    /// showing the resource the lock's fencing token, if it has one.
+    pub async fn read_stock(&self, held: &Acquired) -> Result<i64> {
+        self.db.read_stock(held.fencing_token).await
     }
 
     /// Finishes a purchase started with [`Client::read_stock`].
@@ -154,7 +173,7 @@ impl Client {
     /// One purchase inside the lock: read, reach the workload's fault point,
     /// think for `business`, write.
     pub async fn buy_one(&self, held: &Acquired, business: Duration) -> Result<Sale> {
-        let read = self.read_stock().await?;
+        let read = self.read_stock(held).await?;
         self.note_crash(self.faults.reached(Point::InCriticalSection).await)?;
         tokio::time::sleep(business).await;
         self.sell(read, held).await

@@ -20,7 +20,7 @@ use crate::client::ClientFactory;
 use crate::error::{HarnessError, Result};
 use crate::observe::{Ledger, Timeline};
 use crate::process::{self, Signal};
-use crate::workload::Sale;
+use crate::workload::{Fencing, Sale};
 
 const PREFIX: &str = "@holder ";
 const ANSWER_WITHIN: Duration = Duration::from_secs(20);
@@ -31,6 +31,7 @@ const ENV_KEY: &str = "LOCKSTAGES_HOLDER_KEY";
 const ENV_TTL_MS: &str = "LOCKSTAGES_HOLDER_TTL_MS";
 const ENV_WATCHDOG_MS: &str = "LOCKSTAGES_HOLDER_WATCHDOG_MS";
 const ENV_RETRY_MS: &str = "LOCKSTAGES_HOLDER_RETRY_MS";
+const ENV_FENCING: &str = "LOCKSTAGES_HOLDER_FENCING";
 
 /// Declares the `holder_process` entry point in a stage's test file, so the
 /// kill tests can start that test binary again as a holder process. It is
@@ -106,6 +107,7 @@ impl HolderProcess {
                 ENV_RETRY_MS,
                 factory.config.retry_interval.as_millis().to_string(),
             )
+            .env(ENV_FENCING, factory.fencing.label())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit());
@@ -349,6 +351,8 @@ async fn serve(stage: StageEntry, name: &str) -> Result<()> {
         // The child's own ledger is thrown away: the parent keeps the
         // scenario's ledger from the answers it gets.
         ledger: Ledger::new(Timeline::new()),
+        fencing: Fencing::from_label(&var(ENV_FENCING)?)
+            .ok_or_else(|| HarnessError::Holder(format!("{ENV_FENCING} is not a fencing mode")))?,
     };
     let client = factory.client(name).await?;
     let mut held: Option<Acquired> = None;
@@ -371,7 +375,7 @@ async fn serve(stage: StageEntry, name: &str) -> Result<()> {
                 Ok(None) => "not-acquired".to_owned(),
                 Err(e) => format!("error {e}"),
             },
-            (["read"], _) => match client.read_stock().await {
+            (["read"], Some(acquired)) => match client.read_stock(acquired).await {
                 Ok(stock) => format!("stock {stock}"),
                 Err(e) => format!("error {e}"),
             },

@@ -10,6 +10,7 @@
 //! - [`holder`]: lock holders in processes of their own, for `kill -9` and
 //!   SIGSTOP;
 //! - [`workload`]: the articles' stock deduction on a database node;
+//! - [`guard`]: the release that runs on every path (drop, error, panic);
 //! - [`observe`]: the ledger, the observers (oversold, overlap, foreign
 //!   delete, deadlock) and the timeline built from `MONITOR`, expiry
 //!   notifications and the clients' replies;
@@ -28,6 +29,7 @@ pub mod control;
 pub mod error;
 pub mod explore;
 pub mod fault;
+pub mod guard;
 pub mod holder;
 pub mod observe;
 pub mod process;

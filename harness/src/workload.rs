@@ -16,12 +16,63 @@ use crate::error::Result;
 pub const STOCK_KEY: &str = "stock";
 /// One list entry per sale: the seller's name.
 pub const ORDERS_KEY: &str = "orders";
-/// Stage 8: the highest fencing token the resource has accepted.
+/// Stage 8: the highest fencing token the resource has seen.
 pub const FENCE_KEY: &str = "stock:fence";
 
-/// Stage 8's protected resource: the sale is accepted only if the writer's
-/// token is not lower than the highest one already seen, checked and written
-/// in one script so no stale writer slips between the check and the write.
+/// How stage 8's protected resource checks fencing tokens. Stages without
+/// tokens are not affected: their reads and writes are plain.
+///
+/// A purchase is a read-modify-write: the decision to sell is taken on the
+/// stock *read*, and only carried out by the write. A resource that checks
+/// the token on the write alone cannot tell that a write was decided on a
+/// read older than another holder's: if the stale holder's write lands
+/// first, both writes are accepted (`stale-write-first` shows it).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub enum Fencing {
+    /// The token is checked when the stock is written, not when it is read:
+    /// the resource this project first had, kept as the lesson.
+    WriteOnly,
+    /// Every access carries the token: a read registers it as the highest
+    /// seen, and a write with a token lower than the highest seen, by read
+    /// or write, is refused. The matrix uses this one.
+    #[default]
+    ReadsAndWrites,
+}
+
+impl Fencing {
+    /// Every mode, for parsing.
+    pub const ALL: [Fencing; 2] = [Fencing::WriteOnly, Fencing::ReadsAndWrites];
+
+    /// `write-only` or `reads-and-writes`.
+    pub fn label(self) -> &'static str {
+        match self {
+            Fencing::WriteOnly => "write-only",
+            Fencing::ReadsAndWrites => "reads-and-writes",
+        }
+    }
+
+    /// The mode called `label`, if there is one.
+    pub fn from_label(label: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|f| f.label() == label)
+    }
+}
+
+// ANCHOR: fenced_resource
+/// The fenced read: the stock, and the reader's token registered as the
+/// highest seen (never lowered). From now on, a write decided by any older
+/// holder is refused, whoever writes first.
+const FENCED_READ: &str = r"
+local highest = tonumber(redis.call('GET', KEYS[2]) or '-1')
+local token = tonumber(ARGV[1])
+if token > highest then
+  redis.call('SET', KEYS[2], token)
+end
+return tonumber(redis.call('GET', KEYS[1]) or '0')
+";
+
+/// The fenced sale: accepted only if the writer's token is not lower than
+/// the highest one seen, checked and written in one script so no other
+/// access slips between the check and the write.
 const FENCED_SALE: &str = r"
 local highest = tonumber(redis.call('GET', KEYS[3]) or '-1')
 local token = tonumber(ARGV[3])
@@ -33,6 +84,7 @@ redis.call('SET', KEYS[1], ARGV[1])
 redis.call('RPUSH', KEYS[2], ARGV[2])
 return 1
 ";
+// ANCHOR_END: fenced_resource
 
 /// What an attempt to sell one item did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -66,6 +118,7 @@ impl std::fmt::Display for Sale {
 pub struct Database {
     conn: Connection,
     client: String,
+    fencing: Fencing,
 }
 
 impl Database {
@@ -74,7 +127,15 @@ impl Database {
         Ok(Self {
             conn: setup.connect(url).await?,
             client: setup.name.clone(),
+            fencing: Fencing::default(),
         })
+    }
+
+    /// The same database, checking fencing tokens as `fencing` says.
+    #[must_use]
+    pub fn with_fencing(mut self, fencing: Fencing) -> Self {
+        self.fencing = fencing;
+        self
     }
 
     /// Starts over: `stock` items, no orders, no fencing token seen.
@@ -93,13 +154,27 @@ impl Database {
         Ok(())
     }
 
-    /// `GET stock`.
-    pub async fn read_stock(&self) -> Result<i64> {
-        let stock: Option<i64> = redis::cmd("GET")
-            .arg(STOCK_KEY)
-            .query_async(&mut self.conn.clone())
-            .await?;
-        Ok(stock.unwrap_or(0))
+    /// Reads the stock. With a fencing token and a resource that fences
+    /// reads, the read registers the token (see [`Fencing`]); otherwise it
+    /// is a plain `GET stock`.
+    pub async fn read_stock(&self, token: Option<u64>) -> Result<i64> {
+        let mut conn = self.conn.clone();
+        match (token, self.fencing) {
+            (Some(token), Fencing::ReadsAndWrites) => Ok(redis::Script::new(FENCED_READ)
+                .key(STOCK_KEY)
+                .key(FENCE_KEY)
+                .arg(token)
+                .invoke_async(&mut conn)
+                .await
+                .map_err(LockError::from)?),
+            (None, _) | (Some(_), Fencing::WriteOnly) => {
+                let stock: Option<i64> = redis::cmd("GET")
+                    .arg(STOCK_KEY)
+                    .query_async(&mut conn)
+                    .await?;
+                Ok(stock.unwrap_or(0))
+            }
+        }
     }
 
     /// Writes back `read - 1` and records an order, if `read` was positive.

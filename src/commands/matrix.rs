@@ -18,6 +18,13 @@ pub async fn run(
     out: &Path,
     jobs: usize,
 ) -> Result<(), Failure> {
+    if jobs == 0 {
+        return Err(Failure::bad_input(format!(
+            "--jobs 0 would run no cell; give how many cells run at once, 1 or more \
+             (the default is {})",
+            matrix::DEFAULT_JOBS
+        )));
+    }
     let stages: Vec<StageEntry> = if stage_filter.is_empty() {
         stages::STAGES.to_vec()
     } else {
@@ -42,6 +49,7 @@ pub async fn run(
             backend: backend.clone(),
             launcher,
             timing: harness::Timing::default(),
+            fencing: harness::workload::Fencing::default(),
         })
     };
     let started = std::time::Instant::now();

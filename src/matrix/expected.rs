@@ -8,6 +8,19 @@
 //! - stage 8 after a restart without persistence: the fencing counter lived
 //!   on the node that restarted empty, so the same token is handed out twice
 //!   and the resource cannot tell the writers apart: oversold.
+//! - reentrant on the stages whose key has a TTL (2–5, 7, 8) was DEADLOCK
+//!   while the scenario judged it; measured, it is SELF-BLOCKED: the holder
+//!   did get the lock again, after waiting for its own key to expire (the
+//!   lock node records the expiry and the new write). Stage 1's key never
+//!   expires: DEADLOCK stays.
+//! - stale-write-first (new): the same cells as slow-business, except stage
+//!   8, which stays OVERLAP only because its resource registers the token on
+//!   the read; against the write-only resource it oversells
+//!   (`stage8/tests/stale_writer.rs`).
+//! - business-error (new): stage 1's key never expires, so a skipped release
+//!   is a DEADLOCK; stages with a TTL make the next client wait for the key
+//!   to expire, then carry on (ok); stage 6's watchdog keeps renewing for
+//!   the living client that skipped its release, so it is a DEADLOCK too.
 //!
 //! One row per stage, one column per scenario, in `harness::SCENARIOS`
 //! order. A cell is `ok`, `n/a`, or the findings that must fire, separated
@@ -16,7 +29,7 @@
 use harness::observe::{Finding, Verdict};
 
 /// The columns, in order; checked against `harness::SCENARIOS` by a test.
-pub const COLUMNS: [&str; 11] = [
+pub const COLUMNS: [&str; 13] = [
     "contention",
     "killed-holder",
     "crash-before-expire",
@@ -28,20 +41,22 @@ pub const COLUMNS: [&str; 11] = [
     "clock-jump",
     "reentrant",
     "network-delay",
+    "stale-write-first",
+    "business-error",
 ];
 
 #[rustfmt::skip]
-const ROWS: [(&str, [&str; 11]); 9] = [
-    //          contention  killed-holder crash-before  slow-business                      get-del-race      gc-pause                failover                restart-without-pers.   clock-jump              reentrant   network-delay
-    ("stage0", ["OVERSOLD OVERLAP", "ok",         "n/a",        "OVERSOLD OVERLAP",                "n/a",            "OVERSOLD OVERLAP",     "n/a",                  "n/a",                  "n/a",                  "n/a",      "n/a"]),
-    ("stage1", ["ok",       "DEADLOCK",   "DEADLOCK",   "ok",                              "ok",             "ok",                   "OVERSOLD OVERLAP",     "OVERSOLD OVERLAP",     "ok",                   "DEADLOCK", "DEADLOCK"]),
-    ("stage2", ["ok",       "ok",         "DEADLOCK",   "OVERSOLD OVERLAP FOREIGN-DELETE", "FOREIGN-DELETE", "OVERSOLD OVERLAP",     "OVERSOLD OVERLAP",     "OVERSOLD OVERLAP",     "OVERSOLD OVERLAP",     "DEADLOCK", "DEADLOCK"]),
-    ("stage3", ["ok",       "ok",         "ok",         "OVERSOLD OVERLAP FOREIGN-DELETE", "FOREIGN-DELETE", "OVERSOLD OVERLAP",     "OVERSOLD OVERLAP",     "OVERSOLD OVERLAP",     "OVERSOLD OVERLAP",     "DEADLOCK", "ok"]),
-    ("stage4", ["ok",       "ok",         "ok",         "OVERSOLD OVERLAP",                "FOREIGN-DELETE", "OVERSOLD OVERLAP",     "OVERSOLD OVERLAP",     "OVERSOLD OVERLAP",     "OVERSOLD OVERLAP",     "DEADLOCK", "ok"]),
-    ("stage5", ["ok",       "ok",         "ok",         "OVERSOLD OVERLAP",                "ok",             "OVERSOLD OVERLAP",     "OVERSOLD OVERLAP",     "OVERSOLD OVERLAP",     "OVERSOLD OVERLAP",     "DEADLOCK", "ok"]),
-    ("stage6", ["ok",       "ok",         "ok",         "ok",                              "ok",             "OVERSOLD OVERLAP",     "OVERSOLD OVERLAP",     "OVERSOLD OVERLAP",     "OVERSOLD OVERLAP",     "ok",       "ok"]),
-    ("stage7", ["ok",       "ok",         "ok",         "OVERSOLD OVERLAP",                "ok",             "OVERSOLD OVERLAP",     "n/a",                  "OVERSOLD OVERLAP",     "OVERSOLD OVERLAP",     "DEADLOCK", "REFUSED"]),
-    ("stage8", ["ok",       "ok",         "ok",         "OVERLAP",                         "ok",             "OVERLAP",              "OVERSOLD OVERLAP",     "OVERSOLD OVERLAP",     "OVERLAP",              "DEADLOCK", "ok"]),
+const ROWS: [(&str, [&str; 13]); 9] = [
+    //          contention          killed-holder crash-before slow-business                      get-del-race      gc-pause            failover            restart-w/o-pers.   clock-jump          reentrant       network-delay stale-write-first                  business-error
+    ("stage0", ["OVERSOLD OVERLAP", "ok",         "n/a",       "OVERSOLD OVERLAP",                "n/a",            "OVERSOLD OVERLAP", "n/a",              "n/a",              "n/a",              "n/a",          "n/a",        "OVERSOLD OVERLAP",                "n/a"]),
+    ("stage1", ["ok",               "DEADLOCK",   "DEADLOCK",  "ok",                              "ok",             "ok",               "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "ok",               "DEADLOCK",     "DEADLOCK",   "ok",                              "DEADLOCK"]),
+    ("stage2", ["ok",               "ok",         "DEADLOCK",  "OVERSOLD OVERLAP FOREIGN-DELETE", "FOREIGN-DELETE", "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "SELF-BLOCKED", "DEADLOCK",   "OVERSOLD OVERLAP FOREIGN-DELETE", "ok"]),
+    ("stage3", ["ok",               "ok",         "ok",        "OVERSOLD OVERLAP FOREIGN-DELETE", "FOREIGN-DELETE", "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "SELF-BLOCKED", "ok",         "OVERSOLD OVERLAP FOREIGN-DELETE", "ok"]),
+    ("stage4", ["ok",               "ok",         "ok",        "OVERSOLD OVERLAP",                "FOREIGN-DELETE", "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "SELF-BLOCKED", "ok",         "OVERSOLD OVERLAP",                "ok"]),
+    ("stage5", ["ok",               "ok",         "ok",        "OVERSOLD OVERLAP",                "ok",             "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "SELF-BLOCKED", "ok",         "OVERSOLD OVERLAP",                "ok"]),
+    ("stage6", ["ok",               "ok",         "ok",        "ok",                              "ok",             "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "ok",           "ok",         "ok",                              "DEADLOCK"]),
+    ("stage7", ["ok",               "ok",         "ok",        "OVERSOLD OVERLAP",                "ok",             "OVERSOLD OVERLAP", "n/a",              "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "SELF-BLOCKED", "REFUSED",    "OVERSOLD OVERLAP",                "ok"]),
+    ("stage8", ["ok",               "ok",         "ok",        "OVERLAP",                         "ok",             "OVERLAP",          "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "OVERLAP",          "SELF-BLOCKED", "ok",         "OVERLAP",                         "ok"]),
 ];
 
 /// What a cell should show.

@@ -91,8 +91,8 @@ impl<'a> Report<'a> {
             out.push('\n');
         }
         out.push_str("\nLegend:\n\n");
-        for line in legend().lines().skip(1) {
-            let _ = writeln!(out, "- {}", line.trim());
+        for (label, meaning) in legend_entries() {
+            let _ = writeln!(out, "- {label:<15} {meaning}");
         }
         let reasons: Vec<String> = self
             .cells
@@ -175,21 +175,22 @@ fn expected_label(expected: &Expected) -> String {
     }
 }
 
+/// Every word a cell can show, with what it means.
+fn legend_entries() -> Vec<(&'static str, &'static str)> {
+    let mut entries = vec![("ok", "no observer fired")];
+    entries.extend(Finding::ALL.map(|f| (f.label(), f.meaning())));
+    entries.push((
+        "n/a",
+        "the story does not apply to this stage (reasons in matrix.md)",
+    ));
+    entries.push(("ERROR", "the scenario could not run (see matrix.json)"));
+    entries
+}
+
 fn legend() -> String {
     let mut out = String::from("\nLegend:\n");
-    let _ = writeln!(out, "  {:<15} no observer fired", "ok");
-    for finding in Finding::ALL {
-        let _ = writeln!(out, "  {:<15} {}", finding.label(), finding.meaning());
+    for (label, meaning) in legend_entries() {
+        let _ = writeln!(out, "  {label:<15} {meaning}");
     }
-    let _ = writeln!(
-        out,
-        "  {:<15} the story does not apply to this stage (reasons in matrix.md)",
-        "n/a"
-    );
-    let _ = writeln!(
-        out,
-        "  {:<15} the scenario could not run (see matrix.json)",
-        "ERROR"
-    );
     out
 }

@@ -22,3 +22,18 @@ async fn with_setnx_eight_clients_sell_exactly_ten_items() {
     assert_eq!(outcome.fact("orders"), 10);
     assert_eq!(outcome.fact("stock_left"), 0);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_waiter_spins_refused_setnx_after_refused_setnx() {
+    let outcome = run_in_test("contention", stage1::STAGE).await;
+    let refused = outcome
+        .timeline
+        .events()
+        .iter()
+        .filter(|e| e.text.starts_with("SETNX lock:stock") && e.text.ends_with("-> 0"))
+        .count();
+    assert!(
+        refused >= 2,
+        "the timeline shows the waiters' refused tries ({refused})"
+    );
+}

@@ -1,7 +1,9 @@
 //! GET, compare and DEL are separate steps. client-A's release is stopped
 //! right after its GET matched; its key expires, client-B takes the lock,
 //! and client-A's DEL, which compares nothing, deletes client-B's lock.
-//! The pause makes the rare race happen on every run.
+//! The pause makes the rare race happen on every run. It sits on the last
+//! moment before the release's final command, the `DEL`; stage 5's test
+//! pauses at the same place of its own release, just before the script.
 
 use harness::observe::{Finding, Verdict};
 use harness::scenario::run_in_test;

@@ -1,6 +1,12 @@
 //! The race stage 4 lost every time: client-A's release is held up until
 //! its key has expired and client-B holds the lock. The script compares and
 //! deletes in one step, sees client-B's value, and deletes nothing.
+//!
+//! The pause is as late as stage 5's release allows, as for stage 4: the
+//! last moment before the release's final command. For stage 4 that is
+//! between its `GET` and its `DEL`; stage 5's release is one script, so it
+//! is just before the script is sent. No later point exists: once the
+//! script runs, nothing can come between its compare and its delete.
 
 use harness::observe::Verdict;
 use harness::scenario::run_in_test;

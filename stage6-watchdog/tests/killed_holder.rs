@@ -1,5 +1,7 @@
 //! A holder that dies stops renewing: its lock expires one watchdog timeout
-//! later, and the next client gets it. No deadlock, no guessed TTL.
+//! later, and the next client gets it. No deadlock, no guessed TTL. The
+//! lock node's `MONITOR` shows no renewal from the killed holder: its
+//! watchdog died with its process.
 
 use harness::Timing;
 use harness::observe::Verdict;
@@ -21,6 +23,14 @@ async fn a_holder_killed_with_kill_9_loses_its_lock_within_one_watchdog_timeout(
         outcome.fact("orders"),
         1,
         "the survivor must get the lock and sell"
+    );
+    let renewals_after_kill = outcome.timeline.count_after(
+        |e| e.actor == "client-A" && e.text.starts_with("KILLED"),
+        |e| e.actor == "client-A" && e.text.trim_start().starts_with("lua> pexpire"),
+    );
+    assert_eq!(
+        renewals_after_kill, 0,
+        "the killed holder's watchdog stopped"
     );
 }
 

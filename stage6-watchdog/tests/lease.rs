@@ -40,7 +40,7 @@ async fn a_lease_shorter_than_the_business_is_not_renewed() {
         "no watchdog, so nothing could notice a loss"
     );
     ledger.acquired("client-A", &held);
-    let read = leased_db.read_stock().await.unwrap();
+    let read = leased_db.read_stock(None).await.unwrap();
 
     // client-A's business is slow: it lasts until client-B, who waits at
     // most three leases, has come and gone. Nobody renews client-A's lease.

@@ -8,9 +8,9 @@
 //!
 //! The fix moves the last check to where the damage would happen. Each time
 //! the lock is granted it hands out a *fencing token*, a number one higher
-//! than the one before. The holder shows its token with every write, and the
-//! protected resource remembers the highest token it has accepted and refuses
-//! anything lower. A holder that woke up late carries an old token; its write
+//! than the one before. The holder shows its token with every access to the
+//! protected resource, which remembers the highest token it has seen and
+//! refuses a write with anything lower. A holder that woke up late carries an old token; its write
 //! bounces off, however sure it is that it holds the lock.
 //!
 //! Here the token comes from a counter next to the lock key: one Lua script
@@ -18,14 +18,37 @@
 //! no two grants can share a number and no grant can happen without one.
 //! Release is stage 5's compare-and-delete.
 //!
-//! What it fixes: the stale writer after a GC pause or slow business; stock
-//! is never oversold (`tests/stale_writer.rs`).
+//! What the resource must do with the token. A purchase reads the stock,
+//! decides, then writes; the decision is taken on the read. So the token
+//! must come with the read too, not only with the write. A resource that
+//! checks writes alone is fooled when the stale holder writes *first*: the
+//! old holder (token n) read the stock before it froze, the new holder
+//! (token n+1) has read the same stock but not written yet, and the old
+//! holder's write meets no higher token, so it is accepted; then the new
+//! holder's write is accepted too. One item, two orders.
 //!
-//! What it still needs, and still breaks: the resource must check tokens (our
-//! stock script in the harness does; a plain `SET` would not). And the tokens
-//! are only as good as the counter: if it lives on a master that fails over
-//! before replicating, or restarts without persistence, the counter goes back
-//! and tokens repeat (`tests/lost_counter.rs`). A counter that must never go
+//! The resource this project uses (`harness::workload::Fencing::ReadsAndWrites`)
+//! therefore registers the token on every read: a read raises the highest
+//! token seen, and a write with a token lower than the highest seen, by read
+//! or by write, is refused. Once the new holder has read, nothing the old
+//! one decided can land, whichever writes first. The other fix, a write
+//! conditional on the version that was read (compare-and-set), was not
+//! chosen: it is safe with no lock at all, so it would teach optimistic
+//! concurrency instead of fencing, and it would refuse a holder's write for
+//! any change, not for a stale grant. The price of ours: a read writes
+//! (the highest token), so the resource must be able to store on every
+//! access.
+//!
+//! What it fixes: the stale writer after a GC pause or slow business, in
+//! both orders: the new holder writes first, or the stale one does; stock is
+//! never oversold (`tests/stale_writer.rs`, which also shows the write-only
+//! resource overselling when the stale write lands first).
+//!
+//! What it still needs, and still breaks: the resource must check tokens on
+//! every access (our stock scripts in the harness do; a plain `GET`/`SET`
+//! would not). And the tokens are only as good as the counter: if it lives
+//! on a master that fails over before replicating, or restarts without
+//! persistence, the counter goes back and tokens repeat (`tests/lost_counter.rs`). A counter that must never go
 //! back belongs in a consensus store (ZooKeeper's zxid, etcd's revision).
 
 use std::time::Duration;

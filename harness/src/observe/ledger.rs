@@ -3,6 +3,7 @@
 //! verdict is measured, never assumed.
 
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime};
 
 use lockcore::{Acquired, Release};
 use tokio::time::Instant;
@@ -20,13 +21,53 @@ pub enum Entry {
     Released(Release),
     /// The client died holding whatever it held (crash, `kill -9`).
     Died,
+    /// The client left its critical section without releasing (its
+    /// business failed and the release was skipped); the lock stays taken.
+    Left,
+    /// The client starts asking for the lock for up to `patience`: a
+    /// window in which the observers look for a deadlock.
+    Asking {
+        /// How long it is prepared to wait.
+        patience: Duration,
+    },
+    /// The lock answered "not acquired" (it did not error).
+    NotAcquired,
+    /// A fault aimed at this client begins (its replies are delayed…).
+    FaultBegan,
+    /// The fault aimed at this client is over.
+    FaultEnded,
 }
 
 #[derive(Debug, Clone)]
 struct Record {
     at: Instant,
+    /// The same moment on the wall clock, to compare with the servers'
+    /// record (`MONITOR` stamps commands with the server's wall clock).
+    wall: SystemTime,
     client: String,
     entry: Entry,
+}
+
+/// A window in which a client asked for the lock, and how it ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Ask {
+    /// Who asked.
+    pub client: String,
+    /// How long it was prepared to wait.
+    pub patience: Duration,
+    /// When it started asking.
+    pub from: SystemTime,
+    /// When the answer came (the end of the run if none came).
+    pub to: SystemTime,
+    /// How long it waited for the answer.
+    pub waited: Duration,
+    /// Whether the answer was yes.
+    pub granted: bool,
+    /// Whether anyone at all acquired while it asked (itself included).
+    pub anyone_acquired: bool,
+    /// When the client's own hold began, if it already held the lock as it
+    /// asked (it acquired and had neither released nor died).
+    pub already_held_since: Option<SystemTime>,
 }
 
 /// A release that removed a lock someone else had taken.
@@ -99,15 +140,52 @@ impl Ledger {
         self.push(client, Entry::Released(outcome), text);
     }
 
+    /// `client` left its critical section without releasing; `why`.
+    pub fn left(&self, client: &str, why: &str) {
+        self.push(client, Entry::Left, why.to_owned());
+    }
+
     /// `client` died (`how`: "crashed at after-setnx", "killed with kill -9").
     pub fn died(&self, client: &str, how: &str) {
         self.push(client, Entry::Died, how.to_owned());
+    }
+
+    /// `client` starts asking for the lock for up to `patience`.
+    pub fn asking(&self, client: &str, patience: Duration) {
+        self.push(
+            client,
+            Entry::Asking { patience },
+            format!(
+                "asks for the lock, waiting up to {}ms",
+                patience.as_millis()
+            ),
+        );
+    }
+
+    /// The lock told `client` "not acquired".
+    pub fn not_acquired(&self, client: &str) {
+        self.push(
+            client,
+            Entry::NotAcquired,
+            "was not granted the lock".into(),
+        );
+    }
+
+    /// A fault aimed at `client` begins; `what` says which.
+    pub fn fault_began(&self, client: &str, what: &str) {
+        self.push(client, Entry::FaultBegan, format!("FAULT begins: {what}"));
+    }
+
+    /// The fault aimed at `client` is over.
+    pub fn fault_ended(&self, client: &str) {
+        self.push(client, Entry::FaultEnded, "fault over".into());
     }
 
     fn push(&self, client: &str, entry: Entry, text: String) {
         self.timeline.record(client, text);
         self.records().push(Record {
             at: Instant::now(),
+            wall: SystemTime::now(),
             client: client.to_owned(),
             entry,
         });
@@ -127,9 +205,71 @@ impl Ledger {
             .count()
     }
 
+    /// Every window in which a client asked for the lock
+    /// ([`Ledger::asking`]), with how it ended.
+    pub fn asks(&self) -> Vec<Ask> {
+        let records = self.records();
+        let mut asks = Vec::new();
+        for (i, record) in records.iter().enumerate() {
+            let Entry::Asking { patience } = record.entry else {
+                continue;
+            };
+            let mine = |r: &&Record| r.client == record.client;
+            let answer_at = records[i + 1..]
+                .iter()
+                .position(|r| {
+                    r.client == record.client
+                        && matches!(r.entry, Entry::Acquired | Entry::NotAcquired)
+                })
+                .map(|p| p + i + 1);
+            let answer = answer_at.map(|j| &records[j]);
+            let inside = &records[i + 1..answer_at.map_or(records.len(), |j| j + 1)];
+            let already_held_since = records[..i]
+                .iter()
+                .rev()
+                .filter(mine)
+                .find(|r| matches!(r.entry, Entry::Acquired | Entry::ReleaseSent | Entry::Died))
+                .filter(|r| r.entry == Entry::Acquired)
+                .map(|r| r.wall);
+            asks.push(Ask {
+                client: record.client.clone(),
+                patience,
+                from: record.wall,
+                to: answer.map_or_else(SystemTime::now, |a| a.wall),
+                waited: answer.map_or_else(|| record.at.elapsed(), |a| a.at - record.at),
+                granted: answer.is_some_and(|a| a.entry == Entry::Acquired),
+                anyone_acquired: inside.iter().any(|r| r.entry == Entry::Acquired),
+                already_held_since,
+            });
+        }
+        asks
+    }
+
+    /// Clients the lock told "not acquired" while a fault aimed at them was
+    /// on.
+    pub fn refused_during_their_fault(&self) -> Vec<String> {
+        let records = self.records();
+        let mut refused = Vec::new();
+        for (i, record) in records.iter().enumerate() {
+            if record.entry != Entry::NotAcquired || refused.contains(&record.client) {
+                continue;
+            }
+            let fault_on = records[..i]
+                .iter()
+                .rev()
+                .filter(|r| r.client == record.client)
+                .find(|r| matches!(r.entry, Entry::FaultBegan | Entry::FaultEnded))
+                .is_some_and(|r| r.entry == Entry::FaultBegan);
+            if fault_on {
+                refused.push(record.client.clone());
+            }
+        }
+        refused
+    }
+
     /// Pairs of clients whose critical sections overlapped. A section runs
-    /// from `Acquired` to the client's next `ReleaseSent` or `Died` (or to
-    /// the end of the run).
+    /// from `Acquired` to the client's next `ReleaseSent`, `Died` or `Left`
+    /// (or to the end of the run).
     pub fn overlaps(&self) -> Vec<Overlap> {
         let records = self.records();
         let mut sections: Vec<(String, Instant, Option<Instant>)> = Vec::new();
@@ -140,7 +280,8 @@ impl Ledger {
             let end = records[i + 1..]
                 .iter()
                 .find(|r| {
-                    r.client == record.client && matches!(r.entry, Entry::ReleaseSent | Entry::Died)
+                    r.client == record.client
+                        && matches!(r.entry, Entry::ReleaseSent | Entry::Died | Entry::Left)
                 })
                 .map(|r| r.at);
             sections.push((record.client.clone(), record.at, end));

@@ -1,20 +1,24 @@
-//! What Redis really saw: `MONITOR` and key-expiry notifications of a node,
-//! fed into the [`Timeline`].
+//! What Redis really saw: `MONITOR` and keyspace notifications of a node,
+//! fed into the [`Timeline`] and the [`KeyRecord`].
 //!
 //! `MONITOR` names a connection only by its address, so the watcher learns
 //! names from the `CLIENT SETNAME` each client sends first. Commands run by a
 //! Lua script appear as `lua>` lines under the client that sent the script.
+//!
+//! One RESP3 connection carries both the `MONITOR` lines and the keyspace
+//! notifications, so they arrive in the order the server executed them;
+//! [`NodeKeys`] says why that order is enough to know who changed each key.
 
 use std::collections::HashMap;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use futures_util::StreamExt;
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use super::Timeline;
+use super::keyspace::{Change, KeyChange, NodeKeys};
 use crate::error::{HarnessError, Result};
 
 /// Commands that are plumbing, not part of any story.
@@ -36,6 +40,10 @@ const HIDDEN: &[&str] = &[
 
 const FLUSH_MARKER: &str = "lockstages-timeline-flush";
 const FLUSH_WITHIN: Duration = Duration::from_secs(5);
+/// Keyspace notifications for every key: `K` (keyspace channel), `g`
+/// (DEL, EXPIRE…), `$` (strings), `h` (hashes), `x` (expiries).
+const NOTIFY: &str = "Kg$hx";
+const KEYSPACE: &str = "__keyspace@0__:";
 
 /// Watches one node until dropped.
 #[derive(Debug)]
@@ -47,58 +55,74 @@ pub struct NodeWatcher {
 }
 
 impl NodeWatcher {
-    /// Starts watching the node at `url` (reachable at `addr`), labelled `node`.
+    /// Starts watching the node at `url`, labelled `node`.
     pub async fn start(url: &str, node: &str, timeline: &Timeline) -> Result<Self> {
         timeline.name_node(url, node);
         let client = redis::Client::open(url)?;
         let addr = client.get_connection_info().addr().to_string();
         let addr = addr.trim_start_matches("redis://").to_owned();
 
-        // Expiries: `Ex` publishes every expired key on __keyevent@0__:expired.
-        let mut admin = client.get_multiplexed_async_connection().await?;
-        redis::cmd("CONFIG")
-            .arg("SET")
-            .arg("notify-keyspace-events")
-            .arg("Ex")
-            .query_async::<()>(&mut admin)
-            .await?;
-        let mut pubsub = client.get_async_pubsub().await?;
-        pubsub.subscribe("__keyevent@0__:expired").await?;
-        let expiry_timeline = timeline.clone();
-        let expiry_node = node.to_owned();
-        let expiries = tokio::spawn(async move {
-            let mut messages = pubsub.into_on_message();
-            while let Some(message) = messages.next().await {
-                let key: String = message.get_payload().unwrap_or_default();
-                expiry_timeline.record_at(
-                    SystemTime::now(),
-                    "redis",
-                    Some(&expiry_node),
-                    format!("expired {key} (TTL ran out)"),
-                );
-            }
-        });
-
-        let mut stream = TcpStream::connect(&addr)
+        let stream = TcpStream::connect(&addr)
             .await
             .map_err(|e| HarnessError::ServerStart(format!("MONITOR connection to {addr}: {e}")))?;
-        stream.write_all(b"MONITOR\r\n").await?;
-        let mut lines = BufReader::new(stream).lines();
-        match lines.next_line().await? {
-            Some(line) if line == "+OK" => {}
-            other => {
-                return Err(HarnessError::ServerStart(format!(
-                    "MONITOR answered {other:?}"
-                )));
+        let mut stream = BufReader::new(stream);
+        let setup = [
+            vec!["HELLO", "3"],
+            vec!["CONFIG", "SET", "notify-keyspace-events", NOTIFY],
+            vec!["PSUBSCRIBE", "__keyspace@0__:*"],
+            vec!["MONITOR"],
+        ];
+        for command in setup {
+            stream.get_mut().write_all(&encode(&command)).await?;
+            match read_value(&mut stream).await? {
+                Resp::Error(e) => {
+                    return Err(HarnessError::ServerStart(format!(
+                        "{} answered {e}",
+                        command.join(" ")
+                    )));
+                }
+                Resp::Eof => {
+                    return Err(HarnessError::ServerStart(
+                        "the MONITOR connection closed".into(),
+                    ));
+                }
+                _ => {}
             }
         }
+
         let (seen_tx, seen_markers) = watch::channel(0u64);
-        let monitor_timeline = timeline.clone();
-        let monitor_node = node.to_owned();
+        let timeline = timeline.clone();
+        let node = node.to_owned();
         let monitor = tokio::spawn(async move {
+            let mut keys = NodeKeys::new(&node, timeline.key_record());
             let mut names: HashMap<String, String> = HashMap::new();
             let mut last_client = String::from("?");
-            while let Ok(Some(line)) = lines.next_line().await {
+            let note_expiries = |changes: &[KeyChange]| {
+                for change in changes.iter().filter(|c| c.change == Change::Expired) {
+                    timeline.record_at(
+                        change.at,
+                        "redis",
+                        Some(&node),
+                        format!("expired {} (TTL ran out)", change.key),
+                    );
+                }
+            };
+            loop {
+                let line = match read_value(&mut stream).await {
+                    Ok(Resp::Simple(line)) => line,
+                    Ok(Resp::Push(items)) => {
+                        // ["pmessage", pattern, "__keyspace@0__:<key>", event]
+                        if let [kind, _, channel, event] = items.as_slice()
+                            && kind == "pmessage"
+                            && let Some(key) = channel.strip_prefix(KEYSPACE)
+                        {
+                            keys.notified(key, event, SystemTime::now());
+                        }
+                        continue;
+                    }
+                    Ok(Resp::Error(_) | Resp::Other) => continue,
+                    Ok(Resp::Eof) | Err(_) => break,
+                };
                 let Some(seen) = parse_monitor_line(&line) else {
                     continue;
                 };
@@ -121,23 +145,26 @@ impl NodeWatcher {
                 {
                     names.insert(seen.source.clone(), name.clone());
                 }
-                if HIDDEN.contains(&command.as_str()) {
-                    continue;
-                }
-                let (actor, text) = if seen.source == "lua" {
-                    (
-                        last_client.clone(),
-                        format!("  lua> {}", render_args(&seen.args)),
-                    )
+                let actor = if seen.source == "lua" {
+                    last_client.clone()
                 } else {
                     let actor = names
                         .get(&seen.source)
                         .cloned()
                         .unwrap_or_else(|| seen.source.clone());
                     last_client = actor.clone();
-                    (actor, render_args(&seen.args))
+                    actor
                 };
-                monitor_timeline.record_at(seen.at, &actor, Some(&monitor_node), text);
+                note_expiries(&keys.command(&actor, seen.at));
+                if HIDDEN.contains(&command.as_str()) {
+                    continue;
+                }
+                let text = if seen.source == "lua" {
+                    format!("  lua> {}", render_args(&seen.args))
+                } else {
+                    render_args(&seen.args)
+                };
+                timeline.record_at(seen.at, &actor, Some(&node), text);
             }
         });
 
@@ -145,7 +172,7 @@ impl NodeWatcher {
             url: url.to_owned(),
             seen_markers,
             next_marker: 0,
-            tasks: vec![expiries, monitor],
+            tasks: vec![monitor],
         })
     }
 
@@ -178,6 +205,74 @@ impl Drop for NodeWatcher {
     }
 }
 
+/// One RESP3 value, as far as the watcher cares.
+#[derive(Debug)]
+enum Resp {
+    /// `+…`: a `MONITOR` line or an `OK`.
+    Simple(String),
+    /// `-…`.
+    Error(String),
+    /// `>…`: a pub/sub message, its parts as text.
+    Push(Vec<String>),
+    /// Anything else (HELLO's map, numbers…).
+    Other,
+    /// The connection closed.
+    Eof,
+}
+
+fn encode(args: &[&str]) -> Vec<u8> {
+    let mut out = format!("*{}\r\n", args.len()).into_bytes();
+    for arg in args {
+        out.extend(format!("${}\r\n{arg}\r\n", arg.len()).into_bytes());
+    }
+    out
+}
+
+/// Reads one RESP3 value; aggregates other than pushes are read and dropped.
+async fn read_value<R: AsyncBufRead + Unpin + Send>(reader: &mut R) -> std::io::Result<Resp> {
+    let mut line = String::new();
+    if reader.read_line(&mut line).await? == 0 {
+        return Ok(Resp::Eof);
+    }
+    let line = line.trim_end_matches(['\r', '\n']);
+    let (kind, rest) = line.split_at(line.len().min(1));
+    let count = || rest.parse::<i64>().unwrap_or(-1);
+    Ok(match kind {
+        "+" => Resp::Simple(rest.to_owned()),
+        "-" | "!" => Resp::Error(rest.to_owned()),
+        "$" | "=" if count() >= 0 => {
+            let mut bytes = vec![0; usize::try_from(count()).unwrap_or(0) + 2];
+            reader.read_exact(&mut bytes).await?;
+            bytes.truncate(bytes.len() - 2);
+            Resp::Simple(String::from_utf8_lossy(&bytes).into_owned())
+        }
+        "*" | "~" | ">" | "%" | "|" => {
+            let items = if kind == "%" || kind == "|" {
+                count() * 2
+            } else {
+                count()
+            };
+            let mut parts = Vec::new();
+            for _ in 0..items.max(0) {
+                match Box::pin(read_value(reader)).await? {
+                    Resp::Simple(text) => parts.push(text),
+                    Resp::Eof => return Ok(Resp::Eof),
+                    _ => parts.push(String::new()),
+                }
+            }
+            if kind == ">" {
+                Resp::Push(parts)
+            } else if kind == "|" {
+                // An attribute comes before the value it describes.
+                Box::pin(read_value(reader)).await?
+            } else {
+                Resp::Other
+            }
+        }
+        _ => Resp::Other,
+    })
+}
+
 struct MonitorLine {
     at: SystemTime,
     source: String,
@@ -186,7 +281,7 @@ struct MonitorLine {
 
 /// Parses `+1700000000.123456 [0 127.0.0.1:5555] "SET" "k" "v"`.
 fn parse_monitor_line(line: &str) -> Option<MonitorLine> {
-    let line = line.strip_prefix('+')?;
+    let line = line.strip_prefix('+').unwrap_or(line);
     let (stamp, rest) = line.split_once(' ')?;
     let (secs, micros) = stamp.split_once('.')?;
     let at = UNIX_EPOCH

@@ -21,6 +21,8 @@ use std::time::{Duration, SystemTime};
 use lockcore::{ReplyLog, SeenReply};
 use redis::Value;
 
+use super::KeyRecord;
+
 /// Who did it, where, and what.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Event {
@@ -54,6 +56,8 @@ pub struct Timeline {
     /// Node label of every URL clients connect to (a node, or a proxy
     /// in front of one).
     nodes: Arc<Mutex<HashMap<String, String>>>,
+    /// What the servers did to their keys, as their watchers saw it.
+    keys: KeyRecord,
 }
 
 impl Default for Timeline {
@@ -70,7 +74,13 @@ impl Timeline {
             events: Arc::default(),
             replies: Arc::default(),
             nodes: Arc::default(),
+            keys: KeyRecord::default(),
         }
+    }
+
+    /// The servers' own record of their keys (who wrote, deleted, expired).
+    pub fn key_record(&self) -> KeyRecord {
+        self.keys.clone()
     }
 
     /// Says that clients connecting to `url` talk to the node `label`.
@@ -177,6 +187,21 @@ impl Timeline {
                 event.text = format!("{} -> {}", event.text, reply.text);
             }
         }
+    }
+
+    /// How many events match `counted` after the first event that matches
+    /// `after` (none if nothing matches `after`): "renewals after the
+    /// unlock", read from the timeline rather than from a clock.
+    pub fn count_after(
+        &self,
+        after: impl Fn(&Event) -> bool,
+        counted: impl Fn(&Event) -> bool,
+    ) -> usize {
+        let events = self.events();
+        events
+            .iter()
+            .position(after)
+            .map_or(0, |i| events[i + 1..].iter().filter(|e| counted(e)).count())
     }
 
     /// Time since the start.

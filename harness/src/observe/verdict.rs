@@ -14,17 +14,21 @@ pub enum Finding {
     ForeignDelete,
     /// Nobody could acquire for the whole patience window.
     Deadlock,
+    /// A holder asked for the lock it held and got it only after its own
+    /// first hold expired: not a re-entry, and not a deadlock either.
+    SelfBlocked,
     /// The lock correctly said no (Redlock: validity used up, no quorum).
     Refused,
 }
 
 impl Finding {
     /// Every finding, in the order verdicts print them.
-    pub const ALL: [Finding; 5] = [
+    pub const ALL: [Finding; 6] = [
         Finding::Oversold,
         Finding::Overlap,
         Finding::ForeignDelete,
         Finding::Deadlock,
+        Finding::SelfBlocked,
         Finding::Refused,
     ];
 
@@ -35,6 +39,7 @@ impl Finding {
             Finding::Overlap => "OVERLAP",
             Finding::ForeignDelete => "FOREIGN-DELETE",
             Finding::Deadlock => "DEADLOCK",
+            Finding::SelfBlocked => "SELF-BLOCKED",
             Finding::Refused => "REFUSED",
         }
     }
@@ -46,6 +51,9 @@ impl Finding {
             Finding::Overlap => "two clients were inside the critical section at the same time",
             Finding::ForeignDelete => "a client's release deleted a lock another client held",
             Finding::Deadlock => "nobody could take the lock for the whole patience window",
+            Finding::SelfBlocked => {
+                "the holder asked again for its own lock and got it only after that lock expired"
+            }
             Finding::Refused => "the lock said no instead of granting an unsafe lock",
         }
     }

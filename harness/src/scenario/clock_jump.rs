@@ -30,7 +30,7 @@ pub(super) async fn run(stage: StageEntry, env: ScenarioEnv) -> Result<Outcome> 
     let proxies = run.put_proxies().await?;
     let holder = run.client("client-A").await?;
     let held = run.hold_bare_majority(&proxies, &holder).await?;
-    let read = holder.read_stock().await?;
+    let read = holder.read_stock(&held).await?;
 
     let (before, after) = run.jump_clock(VICTIM, timing.ttl * 3).await?;
     run.facts.insert("pttl_before_jump", before);

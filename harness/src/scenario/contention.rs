@@ -1,6 +1,10 @@
 //! Contention: eight clients buy ten items at once, each purchase thinking
 //! for a while between reading and writing the stock. Without a lock they
 //! all read the same stock and oversell; with one they take turns.
+//!
+//! The polling stages retry at the articles' interval, 100 ms (the other
+//! scenarios poll faster to keep runs short), so the timeline shows the
+//! spin the articles describe: a refused `SETNX`, a pause, another try.
 
 use std::time::Duration;
 
@@ -17,6 +21,8 @@ pub const STOCK: i64 = 10;
 /// How long one client waits for its turn before giving up. Generous: the
 /// whole shop sells out in well under a second.
 const TURN_WAIT: Duration = Duration::from_secs(20);
+/// The articles' retry interval: a waiter sleeps this long between tries.
+const ARTICLES_RETRY: Duration = Duration::from_millis(100);
 
 /// `client-A`, `client-B`, …
 pub fn client_name(i: usize) -> String {
@@ -28,6 +34,7 @@ pub fn client_name(i: usize) -> String {
 
 pub(super) async fn run(stage: StageEntry, env: ScenarioEnv) -> Result<Outcome> {
     let mut run = Run::start(stage, env, STOCK).await?;
+    run.factory.config.retry_interval = ARTICLES_RETRY;
     let mut clients = Vec::with_capacity(CLIENTS);
     for i in 0..CLIENTS {
         clients.push(run.client(&client_name(i)).await?);

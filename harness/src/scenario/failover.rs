@@ -55,7 +55,7 @@ pub(super) async fn run(stage: StageEntry, env: ScenarioEnv) -> Result<Outcome> 
         .acquire(timing.patience())
         .await?
         .ok_or_else(|| HarnessError::Unsupported("client-A could not take a free lock".into()))?;
-    let read_a = a.read_stock().await?;
+    let read_a = a.read_stock(&held_a).await?;
 
     // 3. The master dies with the only copy of A's lock.
     run.unwatch(MASTER).await?;

@@ -16,11 +16,15 @@
 //!    hold B's value?
 //! 5. If B got in, B buys the other item and releases.
 //!
-//! The ledger's own foreign-delete rule looks for someone who acquired
-//! while the releaser was still inside; B acquired after A left, so the
-//! scenario judges the release itself. A release that deleted a key after
-//! B's `SET NX` succeeded deleted B's key: A's had to be gone for B's to be
-//! written. That is FOREIGN-DELETE, whatever the key looks like afterwards.
+//! Where A stops is the last moment before its release's final command, on
+//! every stage: for stage 4 that is between its `GET` and its `DEL`; for
+//! stage 5 and later, whose release is one script, just before the script.
+//! Each stage is stopped as late as its own release allows, so the
+//! comparison is fair: stage 5 is not spared a gap it has.
+//!
+//! The scenario judges nothing. Whether A's release deleted B's key is read
+//! by the observers from the lock node's own record (`MONITOR` and keyspace
+//! notifications): a `DEL` by client-A of a key client-B had written.
 //!
 //! Facts: `b_acquired` and `a_release_deleted` (1 or 0), and when B got in,
 //! `b_lock_survived`: 1 when the lock key still holds B's value after A's
@@ -32,7 +36,6 @@ use lockcore::{Description, Point, Release, StageEntry};
 
 use super::{Outcome, Run, ScenarioEnv};
 use crate::error::{HarnessError, Result};
-use crate::observe::Finding;
 
 /// Items for sale: one for A, one for B.
 const STOCK: i64 = 2;
@@ -41,7 +44,8 @@ pub(super) fn not_applicable(stage: &Description) -> Option<&'static str> {
     (stage.stage == 0).then_some("no lock, so no release to race")
 }
 
-/// Where A's release is stopped: inside it, if the stage has a gap there.
+/// Where A's release is stopped: the last moment before its final command
+/// (inside it, if the stage's release has a gap there).
 fn stop_point(stage: &Description) -> Point {
     if stage.fault_points.contains(&Point::BetweenGetAndDel) {
         Point::BetweenGetAndDel
@@ -107,13 +111,6 @@ pub(super) async fn run(stage: StageEntry, env: ScenarioEnv) -> Result<Outcome> 
                 "is GONE"
             }
         ));
-        if a_deleted {
-            run.verdict.insert(Finding::ForeignDelete);
-            run.narrate(
-                "FOREIGN-DELETE: client-A's release deleted client-B's lock \
-                 (client-A's own key had expired before client-B's SET NX succeeded)",
-            );
-        }
         b.buy_one(&held_b, timing.business).await?;
         // A refusal (B's lock is gone) is already in the timeline.
         let _ = b.release(&held_b).await?;

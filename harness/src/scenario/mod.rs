@@ -5,6 +5,7 @@
 //! Redis events, never on luck), and returns an [`Outcome`]: the verdict of
 //! the observers, the facts it measured, and the timeline.
 
+mod business_error;
 mod clock_jump;
 mod contention;
 mod crash_before_expire;
@@ -19,6 +20,7 @@ pub(crate) mod replicated;
 mod restart_without_persistence;
 mod run;
 mod slow_business;
+mod stale_write_first;
 
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -34,6 +36,7 @@ use crate::error::Result;
 use crate::holder::Launcher;
 use crate::observe::{Finding, Timeline, Verdict};
 use crate::server::Backend;
+use crate::workload::Fencing;
 
 /// The future a scenario returns.
 pub type ScenarioFuture = Pin<Box<dyn Future<Output = Result<Outcome>> + Send>>;
@@ -129,6 +132,18 @@ pub const SCENARIOS: &[Scenario] = &[
         not_applicable: network_delay::not_applicable,
         run: |stage, env| Box::pin(network_delay::run(stage, env)),
     },
+    Scenario {
+        name: "stale-write-first",
+        title: "the holder's business outlives the lock; the new holder reads, then the stale holder writes first",
+        not_applicable: always,
+        run: |stage, env| Box::pin(stale_write_first::run(stage, env)),
+    },
+    Scenario {
+        name: "business-error",
+        title: "the business fails inside the critical section and the release is skipped",
+        not_applicable: business_error::not_applicable,
+        run: |stage, env| Box::pin(business_error::run(stage, env)),
+    },
 ];
 
 /// Finds a scenario by name.
@@ -172,6 +187,8 @@ pub struct ScenarioEnv {
     pub launcher: Launcher,
     /// TTLs and business time.
     pub timing: Timing,
+    /// How stage 8's resource checks fencing tokens.
+    pub fencing: Fencing,
 }
 
 /// What a run saw.
@@ -235,6 +252,7 @@ impl ScenarioEnv {
             backend: Backend::from_env()?,
             launcher,
             timing: Timing::default(),
+            fencing: Fencing::default(),
         })
     }
 }
@@ -243,8 +261,20 @@ impl ScenarioEnv {
 /// binary's `holder_process` entry point. Panics, with the reason, when the
 /// scenario cannot run at all (no Redis, unknown name).
 pub async fn run_in_test(name: &str, stage: StageEntry) -> Outcome {
+    run_in_test_with(name, stage, |_| {}).await
+}
+
+/// Like [`run_in_test`], in an environment `adjust` changes first (for
+/// example stage 8's resource: `env.fencing = Fencing::WriteOnly`).
+pub async fn run_in_test_with(
+    name: &str,
+    stage: StageEntry,
+    adjust: impl FnOnce(&mut ScenarioEnv),
+) -> Outcome {
     let scenario = find(name).unwrap_or_else(|| panic!("no scenario named `{name}`"));
-    let env = ScenarioEnv::from_env(Launcher::this_test_binary()).unwrap_or_else(|e| panic!("{e}"));
+    let mut env =
+        ScenarioEnv::from_env(Launcher::this_test_binary()).unwrap_or_else(|e| panic!("{e}"));
+    adjust(&mut env);
     match (scenario.run)(stage, env).await {
         Ok(outcome) => {
             println!("{}", outcome.timeline.render());

@@ -23,7 +23,6 @@ use tokio::time::Instant;
 
 use super::{Outcome, Run, ScenarioEnv};
 use crate::error::{HarnessError, Result};
-use crate::observe::Finding;
 
 pub(super) fn not_applicable(stage: &Description) -> Option<&'static str> {
     (stage.stage == 0).then_some("no lock command whose reply could be late")
@@ -47,6 +46,13 @@ async fn on_redlock(stage: StageEntry, env: ScenarioEnv) -> Result<Outcome> {
     let proxies = run.put_proxies().await?;
     let asker = run.client("client-A").await?;
     proxies.delay_replies("client-A", timing.ttl * 3);
+    run.factory.ledger.fault_began(
+        "client-A",
+        &format!(
+            "every reply to it is delayed {}ms",
+            (timing.ttl * 3).as_millis()
+        ),
+    );
 
     let started = Instant::now();
     let answer = asker.try_acquire().await?;
@@ -54,12 +60,11 @@ async fn on_redlock(stage: StageEntry, env: ScenarioEnv) -> Result<Outcome> {
     match &answer {
         None => {
             run.narrate(format!(
-                "client-A was REFUSED after {}ms: no master answered in time, and answers {}ms \
+                "client-A was told no after {}ms: no master answered in time, and answers {}ms \
                  late would have left no validity",
                 started.elapsed().as_millis(),
                 (timing.ttl * 3).as_millis()
             ));
-            run.verdict.insert(Finding::Refused);
         }
         Some(held) => {
             run.narrate("client-A was granted the lock although every answer came late");
@@ -72,6 +77,7 @@ async fn on_redlock(stage: StageEntry, env: ScenarioEnv) -> Result<Outcome> {
     run.facts
         .insert("lock_keys_left", i64::try_from(left).unwrap_or(-1));
     proxies.heal("client-A");
+    run.factory.ledger.fault_ended("client-A");
 
     let other = run.client("client-B").await?;
     let started = Instant::now();
@@ -107,6 +113,13 @@ async fn on_one_node(stage: StageEntry, env: ScenarioEnv) -> Result<Outcome> {
         asker.release(&held).await??;
     }
     proxies.delay_replies("client-A", timing.ttl * 3);
+    run.factory.ledger.fault_began(
+        "client-A",
+        &format!(
+            "every reply to it is delayed {}ms",
+            (timing.ttl * 3).as_millis()
+        ),
+    );
 
     let ask = asker.try_acquire();
     let contend = async {
@@ -142,5 +155,6 @@ async fn on_one_node(stage: StageEntry, env: ScenarioEnv) -> Result<Outcome> {
         Err(other) => return Err(other),
     }
     proxies.heal("client-A");
+    run.factory.ledger.fault_ended("client-A");
     run.finish().await
 }

@@ -76,12 +76,24 @@ impl Run {
         self.factory.lock_urls.len() / 2 + 1
     }
 
-    /// How long a contender tries while the holder's lock should still be
-    /// good: a fifth of the TTL, begun right after the fault. Whatever it
-    /// gets in that window it got while the holder's lease (and, on
-    /// Redlock, its validity) still had most of its time to run.
+    /// How long a contender tries while the holder's lock is still good:
+    /// from now until a fifth of the TTL before the holder's lock could
+    /// expire on its own (its validity on Redlock, its TTL elsewhere,
+    /// counted from the start of its acquire). Whatever the contender gets
+    /// in that window it got from the fault, not from an expiry; and the
+    /// fifth of a TTL kept back means an attempt begun at the very end
+    /// must itself be slower than that to reach the holder's natural
+    /// expiry. Zero when the holder never took the lock through
+    /// [`Run::hold_bare_majority`].
     pub fn contender_window(&self) -> Duration {
-        self.env.timing.ttl / 5
+        let margin = self.env.timing.ttl / 5;
+        self.holder_valid_until
+            .map(|until| {
+                until
+                    .saturating_duration_since(tokio::time::Instant::now())
+                    .saturating_sub(margin)
+            })
+            .unwrap_or_default()
     }
 
     /// Right after a fault, client `name` tries for the
@@ -91,6 +103,11 @@ impl Run {
     pub async fn contend_while_held(&mut self, name: &str) -> Result<bool> {
         let contender = self.client(name).await?;
         let window = self.contender_window();
+        if window.is_zero() {
+            return Err(HarnessError::Unsupported(format!(
+                "the fault took so long that client-A's lock had no time left for {name} to try"
+            )));
+        }
         self.narrate(format!(
             "{name} tries for {}ms, while client-A's lock should still be good",
             window.as_millis()
@@ -125,11 +142,13 @@ impl Run {
         if count > 1 {
             proxies.cut_off(client.name(), quorum..count);
         }
+        let asked = tokio::time::Instant::now();
         let held = client.acquire(self.env.timing.patience()).await?;
         proxies.heal(client.name());
         let held = held.ok_or_else(|| {
             HarnessError::Unsupported(format!("{} could not take a free lock", client.name()))
         })?;
+        self.holder_valid_until = Some(asked + held.validity.unwrap_or(self.env.timing.ttl));
         let holding = self.nodes_holding_lock().await?;
         self.facts
             .insert("holder_nodes", i64::try_from(holding).unwrap_or(-1));

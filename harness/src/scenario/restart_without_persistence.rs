@@ -53,7 +53,7 @@ pub async fn run_with_restart_delay(
     let proxies = run.put_proxies().await?;
     let holder = run.client("client-A").await?;
     let held = run.hold_bare_majority(&proxies, &holder).await?;
-    let read = holder.read_stock().await?;
+    let read = holder.read_stock(&held).await?;
 
     run.kill_node(VICTIM).await?;
     let killed_at = Instant::now();

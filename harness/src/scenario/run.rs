@@ -9,7 +9,7 @@ use super::{Outcome, ScenarioEnv};
 use crate::client::{Client, ClientFactory};
 use crate::error::{HarnessError, Result};
 use crate::holder::HolderProcess;
-use crate::observe::{Finding, Ledger, NodeWatcher, Timeline, Verdict};
+use crate::observe::{Evidence, Ledger, NodeWatcher, Timeline, judge};
 use crate::server::Node;
 use crate::workload::Database;
 
@@ -25,11 +25,12 @@ pub struct Run {
     pub db: Node,
     /// Makes clients of the stage against these nodes.
     pub factory: ClientFactory,
-    /// Findings the scenario establishes itself (deadlock, refused).
-    pub verdict: Verdict,
     /// Numbers the scenario measured.
     pub facts: BTreeMap<&'static str, i64>,
     initial_stock: i64,
+    /// Until when the holder's lock is sure to be valid, once
+    /// [`Run::hold_bare_majority`] has taken it.
+    pub(super) holder_valid_until: Option<tokio::time::Instant>,
     harness_db: Database,
     /// `watchers[i]` watches `nodes[i]`; the last one, the database.
     watchers: Vec<Option<NodeWatcher>>,
@@ -88,6 +89,7 @@ impl Run {
             db_url: db.url(),
             config,
             ledger: Ledger::new(timeline.clone()),
+            fencing: env.fencing,
         };
         timeline.record(
             "harness",
@@ -104,9 +106,9 @@ impl Run {
             nodes,
             db,
             factory,
-            verdict: Verdict::ok(),
             facts: BTreeMap::new(),
             initial_stock: stock,
+            holder_valid_until: None,
             harness_db,
             watchers,
         })
@@ -156,28 +158,17 @@ impl Run {
             .await?)
     }
 
-    /// Lets `client` try for the whole patience window. If it never gets the
-    /// lock, that is a deadlock. Returns what it got.
+    /// Lets `client` ask for the lock for the whole patience window, as the
+    /// ledger records: if nobody gets in while the key stays, the observers
+    /// call it a deadlock. Returns what it got.
     pub async fn probe_for_deadlock(&mut self, client: &Client) -> Result<Option<Acquired>> {
         let patience = self.env.timing.patience();
-        self.narrate(format!(
-            "{} tries to acquire for up to {}ms",
-            client.name(),
-            patience.as_millis()
-        ));
-        let held = client.acquire(patience).await?;
-        if held.is_none() {
-            self.narrate(format!(
-                "nobody acquired within {}ms: DEADLOCK",
-                patience.as_millis()
-            ));
-            self.verdict.insert(Finding::Deadlock);
-        }
-        Ok(held)
+        self.factory.ledger.asking(client.name(), patience);
+        client.acquire(patience).await
     }
 
     /// The survivor's story after a holder died: it tries for the whole
-    /// patience window (never getting in is a DEADLOCK) and, if it gets the
+    /// patience window ([`Run::probe_for_deadlock`]) and, if it gets the
     /// lock, buys one item and gives the lock back. `true` if it got in.
     pub async fn survivor_buys(&mut self, survivor: &Client) -> Result<bool> {
         let Some(held) = self.probe_for_deadlock(survivor).await? else {
@@ -200,8 +191,9 @@ impl Run {
         }
     }
 
-    /// Reckons up: waits for every node's `MONITOR` to catch up, then adds
-    /// what the ledger and the database show to the scenario's own findings.
+    /// Reckons up: waits for every node's `MONITOR` to catch up, then lets
+    /// the observers judge what the ledger, the servers and the database
+    /// recorded.
     pub async fn finish(mut self) -> Result<Outcome> {
         for watcher in self.watchers.iter_mut().flatten() {
             watcher.flush().await?;
@@ -210,32 +202,21 @@ impl Run {
         self.facts.insert("orders", orders);
         self.facts.insert("initial_stock", self.initial_stock);
         self.facts
-            .insert("stock_left", self.harness_db.read_stock().await?);
-        if orders > self.initial_stock {
-            self.verdict.insert(Finding::Oversold);
-            self.narrate(format!(
-                "OVERSOLD: {orders} orders for {} items",
-                self.initial_stock
-            ));
-        }
+            .insert("stock_left", self.harness_db.read_stock(None).await?);
         let ledger = &self.factory.ledger;
-        for overlap in ledger.overlaps() {
-            self.verdict.insert(Finding::Overlap);
-            self.narrate(format!(
-                "OVERLAP: {} entered while {} was inside",
-                overlap.second, overlap.first
-            ));
+        let (verdict, said) = judge(&Evidence {
+            ledger,
+            keys: &ledger.timeline().key_record(),
+            lock_key: &self.factory.config.key,
+            orders,
+            initial_stock: self.initial_stock,
+        })?;
+        for line in said {
+            self.narrate(line);
         }
-        for foreign in ledger.foreign_deletes() {
-            self.verdict.insert(Finding::ForeignDelete);
-            self.narrate(format!(
-                "FOREIGN-DELETE: {}'s release deleted {}'s lock",
-                foreign.by, foreign.victim
-            ));
-        }
-        self.narrate(format!("verdict: {}", self.verdict));
+        self.narrate(format!("verdict: {verdict}"));
         Ok(Outcome {
-            verdict: self.verdict,
+            verdict,
             facts: self.facts,
             timeline: self.factory.ledger.timeline().clone(),
         })

@@ -130,7 +130,7 @@ pub(super) async fn run(stage: StageEntry, env: ScenarioEnv) -> Result<Outcome> 
 
 /// Drives `work` until its client stops at `gate`. A client that finishes
 /// without reaching the gate means the story went wrong: say so.
-async fn until_paused<T>(
+pub(super) async fn until_paused<T>(
     work: Pin<&mut impl Future<Output = Result<T>>>,
     gate: &Gate,
     who: &str,

@@ -1,0 +1,250 @@
+//! The judge: reads what a run recorded and says which observers fired.
+//!
+//! Scenarios cause things and record facts (who acquired, who asked for the
+//! lock and how long, which fault was aimed at whom); the servers record
+//! what they did to their keys. Only this file turns records into findings:
+//!
+//! - OVERSOLD: more orders in the database than there was stock;
+//! - OVERLAP: two clients' critical sections overlapped (the ledger);
+//! - FOREIGN-DELETE: a client's command deleted a key another client had
+//!   written (the servers' own record, [`KeyRecord`]);
+//! - DEADLOCK: a client asked for the lock for its whole patience window,
+//!   nobody acquired meanwhile, and the lock key existed all along;
+//! - SELF-BLOCKED: a holder asked for the lock it held and was granted it
+//!   only after its own key had expired;
+//! - REFUSED: the lock answered "not acquired" to a client while a fault was
+//!   aimed at it, and nobody was granted an unsafe lock (no overlap). A
+//!   client library that gives up on a late reply is not the lock refusing:
+//!   the lock did grant, so an error does not count.
+
+use super::{Finding, KeyRecord, Ledger, Verdict};
+use crate::error::{HarnessError, Result};
+
+/// Everything a run recorded that the judge reads.
+#[derive(Debug)]
+pub struct Evidence<'a> {
+    /// The clients' record.
+    pub ledger: &'a Ledger,
+    /// The servers' record of their keys.
+    pub keys: &'a KeyRecord,
+    /// The lock's key.
+    pub lock_key: &'a str,
+    /// Orders in the database at the end.
+    pub orders: i64,
+    /// Stock at the start.
+    pub initial_stock: i64,
+}
+
+/// The verdict, and one line per finding saying what was seen. An error
+/// when two records disagree: the ledger saw a release delete another
+/// client's lock, and the servers did not.
+pub fn judge(evidence: &Evidence<'_>) -> Result<(Verdict, Vec<String>)> {
+    let mut verdict = Verdict::ok();
+    let mut said = Vec::new();
+    let mut find = |finding: Finding, line: String| {
+        verdict.insert(finding);
+        said.push(line);
+    };
+
+    if evidence.orders > evidence.initial_stock {
+        find(
+            Finding::Oversold,
+            format!(
+                "OVERSOLD: {} orders for {} items",
+                evidence.orders, evidence.initial_stock
+            ),
+        );
+    }
+    let overlaps = evidence.ledger.overlaps();
+    for overlap in &overlaps {
+        find(
+            Finding::Overlap,
+            format!(
+                "OVERLAP: {} entered while {} was inside",
+                overlap.second, overlap.first
+            ),
+        );
+    }
+
+    let foreign: Vec<_> = evidence
+        .keys
+        .changes()
+        .into_iter()
+        .filter(|c| c.is_foreign_delete())
+        .collect();
+    for change in &foreign {
+        find(
+            Finding::ForeignDelete,
+            format!(
+                "FOREIGN-DELETE: on {}, {}'s DEL removed {} while it held {}'s value",
+                change.node,
+                change.by.as_deref().unwrap_or("?"),
+                change.key,
+                change.owner_before.as_deref().unwrap_or("?"),
+            ),
+        );
+    }
+    for seen in evidence.ledger.foreign_deletes() {
+        let confirmed = foreign.iter().any(|c| {
+            c.by.as_deref() == Some(seen.by.as_str())
+                && c.owner_before.as_deref() == Some(seen.victim.as_str())
+        });
+        if !confirmed {
+            return Err(HarnessError::Unsupported(format!(
+                "the observers disagree: the ledger says {}'s release deleted {}'s lock, \
+                 the servers' record shows no such DEL",
+                seen.by, seen.victim
+            )));
+        }
+    }
+
+    for ask in evidence.ledger.asks() {
+        let waited = ask.waited.as_millis();
+        if !ask.granted
+            && !ask.anyone_acquired
+            && evidence
+                .keys
+                .existed_throughout(evidence.lock_key, ask.from, ask.to)
+        {
+            find(
+                Finding::Deadlock,
+                format!(
+                    "DEADLOCK: {} asked for {waited}ms; the lock key existed all along and \
+                     nobody acquired",
+                    ask.client
+                ),
+            );
+        }
+        if ask.granted
+            && ask.already_held_since.is_some()
+            && let Some(expiry) = evidence
+                .keys
+                .expired_then_retaken(evidence.lock_key, &ask.client)
+        {
+            find(
+                Finding::SelfBlocked,
+                format!(
+                    "SELF-BLOCKED: {} asked again for the lock it held, waited {waited}ms, \
+                     and got it only after its own key expired on {}",
+                    ask.client, expiry.node
+                ),
+            );
+        }
+    }
+
+    if overlaps.is_empty() {
+        for client in evidence.ledger.refused_during_their_fault() {
+            find(
+                Finding::Refused,
+                format!(
+                    "REFUSED: the lock told {client} \"not acquired\" during the fault aimed at \
+                     it, and granted nobody an unsafe lock"
+                ),
+            );
+        }
+    }
+    Ok((verdict, said))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, SystemTime};
+
+    use lockcore::Acquired;
+
+    use super::*;
+    use crate::observe::{NodeKeys, Timeline};
+
+    const KEY: &str = "lock:stock";
+    const PATIENCE: Duration = Duration::from_millis(900);
+
+    fn verdict(ledger: &Ledger, keys: &KeyRecord) -> Verdict {
+        judge(&Evidence {
+            ledger,
+            keys,
+            lock_key: KEY,
+            orders: 1,
+            initial_stock: 1,
+        })
+        .unwrap()
+        .0
+    }
+
+    /// `by` writes the lock key now, as the node's record shows it.
+    fn written(keys: &mut NodeKeys, by: &str) {
+        keys.notified(KEY, "set", SystemTime::now());
+        keys.command(by, SystemTime::now());
+    }
+
+    fn expired(keys: &mut NodeKeys) {
+        keys.notified(KEY, "expired", SystemTime::now());
+        keys.command("harness-monitor", SystemTime::now());
+    }
+
+    fn setup() -> (Ledger, KeyRecord, NodeKeys) {
+        let record = KeyRecord::default();
+        let keys = NodeKeys::new("lock", record.clone());
+        (Ledger::new(Timeline::new()), record, keys)
+    }
+
+    #[test]
+    fn a_wait_in_vain_while_the_key_stays_is_a_deadlock() {
+        let (ledger, record, mut keys) = setup();
+        written(&mut keys, "client-A");
+        ledger.acquired("client-A", &Acquired::with_value("a"));
+        ledger.asking("client-B", PATIENCE);
+        ledger.not_acquired("client-B");
+        assert_eq!(verdict(&ledger, &record), Verdict::of(&[Finding::Deadlock]));
+    }
+
+    #[test]
+    fn a_wait_in_vain_after_the_key_went_away_is_no_deadlock() {
+        let (ledger, record, mut keys) = setup();
+        written(&mut keys, "client-A");
+        ledger.acquired("client-A", &Acquired::with_value("a"));
+        ledger.asking("client-B", PATIENCE);
+        std::thread::sleep(Duration::from_millis(2));
+        expired(&mut keys);
+        ledger.not_acquired("client-B");
+        assert_eq!(verdict(&ledger, &record), Verdict::ok());
+    }
+
+    #[test]
+    fn the_holder_granted_again_after_its_key_expired_is_self_blocked() {
+        let (ledger, record, mut keys) = setup();
+        written(&mut keys, "client-A");
+        ledger.acquired("client-A", &Acquired::with_value("a"));
+        ledger.asking("client-A", PATIENCE);
+        expired(&mut keys);
+        written(&mut keys, "client-A");
+        ledger.acquired("client-A", &Acquired::with_value("a2"));
+        assert_eq!(
+            verdict(&ledger, &record),
+            Verdict::of(&[Finding::SelfBlocked])
+        );
+    }
+
+    #[test]
+    fn the_holder_granted_again_while_its_key_stayed_reentered() {
+        let (ledger, record, mut keys) = setup();
+        written(&mut keys, "client-A");
+        ledger.acquired("client-A", &Acquired::with_value("a"));
+        ledger.asking("client-A", PATIENCE);
+        // HINCRBY by the same owner: no change of owner, nothing recorded.
+        keys.notified(KEY, "hincrby", SystemTime::now());
+        keys.command("client-A", SystemTime::now());
+        ledger.acquired("client-A", &Acquired::with_value("a"));
+        assert_eq!(verdict(&ledger, &record), Verdict::ok());
+    }
+
+    #[test]
+    fn a_no_during_the_clients_own_fault_is_a_refusal_and_one_outside_it_is_not() {
+        let (ledger, record, _) = setup();
+        ledger.not_acquired("client-A");
+        assert_eq!(verdict(&ledger, &record), Verdict::ok());
+        ledger.fault_began("client-A", "replies delayed");
+        ledger.not_acquired("client-A");
+        ledger.fault_ended("client-A");
+        assert_eq!(verdict(&ledger, &record), Verdict::of(&[Finding::Refused]));
+    }
+}

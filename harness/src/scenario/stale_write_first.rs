@@ -1,0 +1,93 @@
+//! Stale write first: slow business again, in the other order. One item
+//! is for sale.
+//!
+//! `slow-business` lets the new holder write before the stale one wakes
+//! up. Here the stale holder's write lands first:
+//!
+//! 1. client-A takes the lock, reads the stock (1) and stops inside its
+//!    critical section: its business has become slow.
+//! 2. client-B asks for the lock for three TTLs (the patience window). A
+//!    lock that expires under its living holder lets B in; one that does
+//!    not, or that a watchdog renews, keeps B out, and A finishes in peace.
+//! 3. If B got in, B reads the stock (still 1) and stops before its write.
+//! 4. A wakes up and writes first, from the stock it read long ago, then
+//!    releases.
+//! 5. B writes, from the stock it read before A's write, and releases.
+//!
+//! Both writes were decided on a stock of 1. A resource that checks
+//! fencing tokens on writes alone accepts A's (no higher token has been
+//! written yet) and then B's: oversold, with fencing "on". A resource that
+//! registers tokens on reads refuses A's write, since B's read showed a
+//! higher token. Every step waits on a fault-point gate or an acquire's
+//! result, never on a sleep.
+//!
+//! Facts, each 1 or 0: `b_acquired` (the lock expired under A), and when
+//! B got in, `a_write_rejected` and `b_write_rejected`.
+
+use std::pin::pin;
+
+use lockcore::{Point, StageEntry};
+
+use super::slow_business::until_paused;
+use super::{Outcome, Run, ScenarioEnv};
+use crate::error::{HarnessError, Result};
+use crate::workload::Sale;
+
+/// Items for sale: one, so any second order is an oversell.
+const STOCK: i64 = 1;
+
+pub(super) async fn run(stage: StageEntry, env: ScenarioEnv) -> Result<Outcome> {
+    let mut run = Run::start(stage, env, STOCK).await?;
+    let timing = run.env.timing;
+    let a = run.client("client-A").await?;
+    let b = run.client("client-B").await?;
+
+    // 1. A takes the lock, reads the stock, and stops inside.
+    let held_a = a
+        .acquire(timing.patience())
+        .await?
+        .ok_or_else(|| HarnessError::Unsupported("client-A could not take a free lock".into()))?;
+    let a_slow = a.faults().pause_at(Point::InCriticalSection);
+    let mut a_purchase = pin!(a.buy_one(&held_a, timing.business));
+    until_paused(a_purchase.as_mut(), &a_slow, "client-A").await?;
+    run.narrate(format!(
+        "client-A's business is slow: it stays inside while client-B waits up to {}ms",
+        timing.patience().as_millis()
+    ));
+
+    // 2. B waits for the lock as long as the run's patience.
+    let Some(held_b) = b.acquire(timing.patience()).await? else {
+        run.facts.insert("b_acquired", 0);
+        run.narrate("client-B never got in while client-A worked: client-A finishes");
+        a_slow.open();
+        a_purchase.await?;
+        a.release(&held_a).await??;
+        return run.finish().await;
+    };
+    run.facts.insert("b_acquired", 1);
+
+    // 3. B reads the stock and stops before its write.
+    let b_before_write = b.faults().pause_at(Point::InCriticalSection);
+    let mut b_purchase = pin!(b.buy_one(&held_b, timing.business));
+    until_paused(b_purchase.as_mut(), &b_before_write, "client-B").await?;
+
+    // 4. A's write lands first.
+    run.narrate("client-B has read the stock; client-A's business ends and it writes first");
+    a_slow.open();
+    let a_sale = a_purchase.await?;
+    run.facts.insert("a_write_rejected", rejected(a_sale));
+    // A refusal (A's lock is long gone) is already in the timeline.
+    let _ = a.release(&held_a).await?;
+
+    // 5. B writes, then releases.
+    run.narrate("client-B writes, from the stock it read before client-A's write");
+    b_before_write.open();
+    let b_sale = b_purchase.await?;
+    run.facts.insert("b_write_rejected", rejected(b_sale));
+    let _ = b.release(&held_b).await?;
+    run.finish().await
+}
+
+fn rejected(sale: Sale) -> i64 {
+    i64::from(matches!(sale, Sale::Rejected { .. }))
+}
