@@ -26,7 +26,7 @@ use crate::client::ClientFactory;
 use crate::error::{HarnessError, Result};
 use crate::holder::{HolderProcess, Launcher};
 use crate::process::Signal;
-use crate::workload::Sale;
+use crate::workload::{Fencing, Sale};
 
 /// What the nemesis knows of one client, and how it reaches it.
 #[derive(Debug, Default)]
@@ -158,7 +158,9 @@ impl Workload<'_> {
             if let Err(Unknown) = self.one_purchase(&name, state, &mut holder, &mut rng).await {
                 state.inside.store(false, Ordering::SeqCst);
                 drop(holder);
-                sleep(self.ttl / 10).await;
+                // A short breath, so that a node that is down for a moment
+                // is not asked a hundred times meanwhile.
+                sleep(self.ttl / 30).await;
                 holder = self.spawn(&name, state)?;
             }
         }
@@ -172,6 +174,7 @@ impl Workload<'_> {
         Ok(holder)
     }
 
+    // ANCHOR: purchase
     /// Acquire, read, work, sell, release. `Err(Unknown)` when an outcome
     /// is unknown and the process must be replaced.
     async fn one_purchase(
@@ -209,7 +212,19 @@ impl Workload<'_> {
         }
         let token = holder.held().and_then(|a| a.fencing_token);
 
-        h.invoke(name, Op::Read, Detail::default());
+        // A fenced read shows the resource the token: it is then "seen".
+        let shown = match self.factory.fencing {
+            Fencing::ReadsAndWrites => token,
+            Fencing::WriteOnly => None,
+        };
+        h.invoke(
+            name,
+            Op::Read,
+            Detail {
+                token: shown,
+                ..Detail::default()
+            },
+        );
         let stock = self.within(Op::Read, name, holder.read_stock()).await?;
         h.complete(name, Op::Read, Phase::Ok, number(stock));
 
@@ -254,6 +269,7 @@ impl Workload<'_> {
         }
         Ok(())
     }
+    // ANCHOR_END: purchase
 
     /// Runs one request with the time limit; an error or a timeout is
     /// recorded as `info` and ends the process.

@@ -100,6 +100,8 @@ pub enum What {
         stock: i64,
         /// The labels of the lock's nodes (`lock`, `node1`…, `master`).
         lock_nodes: Vec<String>,
+        /// How the resource checks fencing tokens (stage 8).
+        fencing: &'static str,
     },
     /// A client operation.
     Op {
@@ -213,8 +215,9 @@ impl Entry {
                 ttl,
                 stock,
                 lock_nodes,
+                fencing,
             } => json!({"type": "setup", "stage": stage, "ttl_ms": ttl.as_millis() as u64,
-                        "stock": stock, "lock_nodes": lock_nodes}),
+                        "stock": stock, "lock_nodes": lock_nodes, "fencing": fencing}),
             What::Op { op, phase, detail } => json!({"type": phase.name(), "f": op.name(),
                 "value": detail.value, "token": detail.token, "number": detail.number,
                 "result": detail.result}),

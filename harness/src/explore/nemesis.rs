@@ -92,6 +92,7 @@ impl Kind {
         Kind::ALL.into_iter().find(|k| k.name() == name)
     }
 
+    // ANCHOR: columns
     /// The matrix column whose scripted story this kind of fault tells at
     /// random; `None` for a fault no column scripts (a partition).
     pub fn column(self) -> Option<&'static str> {
@@ -107,6 +108,7 @@ impl Kind {
             Kind::ClockJump => Some("clock-jump"),
         }
     }
+    // ANCHOR_END: columns
 
     /// Whether this fault makes sense for `stage`: where its column's
     /// scenario applies (a partition: wherever there is a lock server).

@@ -100,6 +100,7 @@ pub async fn run(env: &ScenarioEnv, spec: &TrialSpec) -> Result<TrialOutcome> {
             ttl: timing.ttl,
             stock: STOCK,
             lock_nodes: lock_nodes.clone(),
+            fencing: env.fencing.label(),
         },
     );
     run.narrate(format!(

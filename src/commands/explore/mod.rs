@@ -17,6 +17,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use harness::ScenarioEnv;
 use harness::explore::{self, Kind, Plan, StageReport, TrialSpec};
+use harness::workload::Fencing;
 use indicatif::{ProgressBar, ProgressStyle};
 use lockcore::StageEntry;
 
@@ -61,6 +62,10 @@ pub struct Args {
     /// Do not shrink the first violation's schedule.
     #[arg(long)]
     no_shrink: bool,
+    /// How stage 8's resource checks fencing tokens: `reads-and-writes`
+    /// (the fixed resource, the matrix's) or `write-only` (the lesson).
+    #[arg(long, default_value = "reads-and-writes")]
+    fencing: String,
     /// Where the histories go (JSON lines).
     #[arg(long, default_value = "target/explore")]
     out: PathBuf,
@@ -81,6 +86,14 @@ pub async fn run(args: Args) -> Result<(), Failure> {
     if args.keep.is_some() && args.replay.is_none() {
         return Err(Failure::bad_input("--keep goes with --replay SEED:TRIAL"));
     }
+    let fencing = Fencing::from_label(&args.fencing).ok_or_else(|| {
+        let all: Vec<&str> = Fencing::ALL.iter().map(|f| f.label()).collect();
+        Failure::bad_input(format!(
+            "unknown --fencing `{}`; the choices are {}",
+            args.fencing,
+            all.join(", ")
+        ))
+    })?;
     // Fail early, with the installation hint, when no Redis can be had.
     let backend = harness::server::Backend::from_env()?;
     let env_for = |stage: &StageEntry| -> Result<ScenarioEnv, Failure> {
@@ -88,6 +101,7 @@ pub async fn run(args: Args) -> Result<(), Failure> {
             backend: backend.clone(),
             launcher: launcher(stage)?,
             timing: harness::Timing::default(),
+            fencing,
         })
     };
     if let Some(replay) = &args.replay {
@@ -228,6 +242,9 @@ fn args_line(args: &Args, stage: &StageEntry, kinds: &[Kind]) -> String {
         for kind in kinds {
             line.push_str(&format!(" --kind {kind}"));
         }
+    }
+    if args.fencing != Fencing::default().label() && stage.description.stage == 8 {
+        line.push_str(&format!(" --fencing {}", args.fencing));
     }
     if args.clients != 4 {
         line.push_str(&format!(" --clients {}", args.clients));

@@ -18,9 +18,11 @@ pub const PATIENCE_TTLS: u32 = 3;
 pub fn check(entries: &[Entry]) -> Option<Violation> {
     let (ttl, _, _) = setup(entries);
     let end = end_of(entries);
+    // The lock is taken from the acquire's `ok` until its release has come
+    // back (a stalled release still holds it), or its holder died.
     let mut busy: Vec<(Duration, Duration)> = sections(entries)
         .iter()
-        .map(|s| (s.start, s.end_or(end)))
+        .map(|s| (s.start, released(entries, s.closed).unwrap_or(end)))
         .collect();
     busy.sort();
     let refusals: Vec<_> = operations(entries)
@@ -70,6 +72,23 @@ pub fn check(entries: &[Entry]) -> Option<Violation> {
     None
 }
 
+/// When the operation closing a section was over: a release's completion
+/// (or the trial's end, if it never came), anything else at once.
+fn released(entries: &[Entry], closed: Option<(usize, Duration)>) -> Option<Duration> {
+    let (index, at) = closed?;
+    let closer = &entries[index];
+    match closer.op() {
+        Some((Op::Release, Phase::Invoke, _)) => entries[index + 1..]
+            .iter()
+            .find(|e| {
+                e.process == closer.process
+                    && matches!(e.op(), Some((Op::Release, phase, _)) if phase != Phase::Invoke)
+            })
+            .map(|e| e.at),
+        _ => Some(at),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::tests::Script;
@@ -95,6 +114,31 @@ mod tests {
         refused(&mut s, 961, 1861);
         s.section("client-C", 1900, 1950);
         assert!(check(&s.history().entries()).is_some());
+    }
+
+    #[test]
+    fn a_long_stalled_release_is_not_a_deadlock() {
+        let mut s = Script::new(10);
+        s.op(
+            10,
+            "client-A",
+            Op::Acquire,
+            Phase::Invoke,
+            Detail::default(),
+        );
+        s.op(11, "client-A", Op::Acquire, Phase::Ok, Detail::default());
+        s.op(
+            20,
+            "client-A",
+            Op::Release,
+            Phase::Invoke,
+            Detail::default(),
+        );
+        refused(&mut s, 30, 930);
+        refused(&mut s, 931, 1831);
+        s.op(1850, "client-A", Op::Release, Phase::Ok, Detail::default());
+        s.section("client-B", 1860, 1900);
+        assert_eq!(check(&s.history().entries()), None);
     }
 
     #[test]

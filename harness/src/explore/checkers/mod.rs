@@ -198,9 +198,18 @@ pub fn unexplained_overruns(entries: &[Entry]) -> Vec<Section> {
         .filter(|s| s.end_or(end) - s.start > ttl)
         .filter(|s| {
             let last = s.closed.map_or(usize::MAX, |(index, _)| index);
-            !entries.iter().any(|e| {
-                (s.opened..=last).contains(&e.index)
-                    && matches!(&e.what, What::Nemesis { target: Some(t), .. } if *t == s.process)
+            // A fault aimed at the client during the section explains it; so
+            // does slow work ordered earlier, which waits for its next section.
+            !entries.iter().any(|e| match &e.what {
+                What::Nemesis {
+                    target: Some(t),
+                    kind,
+                    ..
+                } if *t == s.process => {
+                    (s.opened..=last).contains(&e.index)
+                        || (*kind == super::nemesis::Kind::SlowWork && e.index < s.opened)
+                }
+                _ => false,
             })
         })
         .collect()
@@ -230,6 +239,7 @@ pub(crate) mod tests {
                     ttl: Duration::from_millis(300),
                     stock,
                     lock_nodes: vec!["lock".into()],
+                    fencing: "reads-and-writes",
                 },
             );
             script

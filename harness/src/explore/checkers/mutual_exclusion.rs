@@ -8,6 +8,7 @@
 use super::{Check, Violation, end_of, sections};
 use crate::explore::history::Entry;
 
+// ANCHOR: check
 /// The first overlap in `entries`, if any.
 pub fn check(entries: &[Entry]) -> Option<Violation> {
     let end = end_of(entries);
@@ -39,6 +40,7 @@ pub fn check(entries: &[Entry]) -> Option<Violation> {
     }
     None
 }
+// ANCHOR_END: check
 
 #[cfg(test)]
 mod tests {
