@@ -145,10 +145,14 @@ pub(super) async fn run(
             .await?;
             let cell = judge(&want, &baseline, kind.is_some(), &report);
             let line = args_line(args, stage, &plan.kinds);
+            // Findings left out of the judgement because only disturbed
+            // trials made them, where they would have counted.
             let only_disturbed: Vec<&str> = report
                 .found
                 .keys()
                 .filter(|c| !report.found_undisturbed.contains(c))
+                .filter(|c| !want.contains(&Seen::of(**c)))
+                .filter(|c| kind.is_none() || !baseline.contains(&Seen::of(**c)))
                 .map(|c| c.name())
                 .collect();
             if !only_disturbed.is_empty() {

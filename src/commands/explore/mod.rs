@@ -16,7 +16,7 @@ use std::path::PathBuf;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use harness::ScenarioEnv;
-use harness::explore::{self, Kind, Plan, StageReport, TrialSpec};
+use harness::explore::{self, Check, Kind, Plan, StageReport, TrialSpec};
 use harness::workload::Fencing;
 use indicatif::{ProgressBar, ProgressStyle};
 use lockcore::StageEntry;
@@ -27,6 +27,16 @@ use crate::{Failure, stages};
 
 /// The most clients a trial may have: they are named client-A to client-Z.
 const MOST_CLIENTS: usize = 26;
+
+/// Which violation's schedule is shrunk when several checks failed: the
+/// damage first (orders, data), then the lock's own properties.
+const SHRINK_FIRST: [Check; 5] = [
+    Check::Oversold,
+    Check::StaleWrite,
+    Check::ForeignDelete,
+    Check::MutualExclusion,
+    Check::Liveness,
+];
 
 /// `explore`'s options.
 #[derive(Debug, clap::Args)]
@@ -149,7 +159,7 @@ pub async fn run(args: Args) -> Result<(), Failure> {
         if !args.json {
             print::stage_findings(&plan, &report, &args_line(&args, stage, &kinds));
             if !args.no_shrink
-                && let Some(found) = report.found.values().next()
+                && let Some(found) = SHRINK_FIRST.iter().find_map(|c| report.found.get(c))
             {
                 print::shrinking(&env, found, &args_line(&args, stage, &kinds)).await?;
             }
