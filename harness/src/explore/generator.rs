@@ -17,6 +17,7 @@ use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::time::Duration;
 
 use lockcore::{LockError, Point, Release};
+use tokio::sync::Notify;
 use tokio::time::{Instant, sleep, timeout};
 
 use super::history::{Detail, History, Op, Phase};
@@ -34,6 +35,7 @@ pub(crate) struct Slot {
     pid: AtomicU32,
     inside: AtomicBool,
     reconnect: AtomicBool,
+    reconnect_now: Notify,
     slow: Mutex<Option<Duration>>,
     stall: Mutex<Option<Duration>>,
 }
@@ -86,12 +88,15 @@ impl Slots {
         signal_pid(self.get(index).pid.load(Ordering::SeqCst), signal)
     }
 
-    /// Every client starts a fresh process (new connections) before its next
-    /// acquire: a restarted node's old connections are dead, and redis-rs's
-    /// connections do not reconnect by themselves.
+    /// Every client starts a fresh process (new connections): a restarted
+    /// node's old connections are dead, and redis-rs's connections do not
+    /// reconnect by themselves. A client waiting for the lock gives up its
+    /// wait (its outcome unknown) and restarts at once; the holder finishes
+    /// its purchase first.
     pub(crate) fn reconnect_all(&self) {
         for slot in &self.0 {
             slot.reconnect.store(true, Ordering::SeqCst);
+            slot.reconnect_now.notify_waiters();
         }
     }
 
@@ -157,6 +162,7 @@ impl Workload<'_> {
             }
             if let Err(Unknown) = self.one_purchase(&name, state, &mut holder, &mut rng).await {
                 state.inside.store(false, Ordering::SeqCst);
+                state.reconnect.store(false, Ordering::SeqCst);
                 drop(holder);
                 // A short breath, so that a node that is down for a moment
                 // is not asked a hundred times meanwhile.
@@ -187,10 +193,16 @@ impl Workload<'_> {
         let h = self.history;
         let patience = self.ttl * 3;
         h.invoke(name, Op::Acquire, Detail::default());
-        match self
-            .within(Op::Acquire, name, holder.acquire(patience))
-            .await?
-        {
+        let reconnect = state.reconnect_now.notified();
+        let acquired = tokio::select! {
+            acquired = self.within(Op::Acquire, name, holder.acquire(patience)) => acquired?,
+            () = reconnect => {
+                let gave_up = word("gave up: a lock node restarted, reconnecting", None);
+                h.complete(name, Op::Acquire, Phase::Info, gave_up);
+                return Err(Unknown);
+            }
+        };
+        match acquired {
             false => {
                 h.complete(name, Op::Acquire, Phase::Fail, Detail::default());
                 return Ok(());

@@ -186,28 +186,47 @@ fn closes(entry: &Entry, process: &str) -> bool {
     }
 }
 
-/// Critical sections that outlived the TTL although no fault was aimed at
-/// their client meanwhile: the machine itself stalled the client (a loaded
-/// host can hold a process for hundreds of milliseconds). Such a trial
-/// tested more than its fault kind; it says so instead of blaming the kind.
+/// Critical sections that outlived their lock although no fault was aimed
+/// at their client meanwhile: the machine itself stalled the client (a
+/// loaded host can hold a process for hundreds of milliseconds). A section
+/// outlived its lock when it lasted longer than the TTL, or when a lock
+/// node announced the lock key's expiry while it was open (the client may
+/// learn of its lock well after the server granted it). A fault aimed at
+/// the client during the section explains it, as does slow work ordered
+/// earlier (it waits for the client's next section) and any node fault
+/// meanwhile. Such a trial tested more than its fault kind, and says so
+/// instead of blaming the kind.
 pub fn unexplained_overruns(entries: &[Entry]) -> Vec<Section> {
-    let ttl = super::history::setup(entries).0;
+    let (ttl, _, lock_nodes) = super::history::setup(entries);
     let end = end_of(entries);
+    let expiries: Vec<Duration> = entries
+        .iter()
+        .filter(|e| match &e.what {
+            What::Server { node, command } => {
+                e.process == "redis" && lock_nodes.contains(node) && command.starts_with("expired")
+            }
+            _ => false,
+        })
+        .map(|e| e.at)
+        .collect();
     sections(entries)
         .into_iter()
-        .filter(|s| s.end_or(end) - s.start > ttl)
+        .filter(|s| {
+            let stop = s.end_or(end);
+            stop - s.start > ttl || expiries.iter().any(|at| (s.start..stop).contains(at))
+        })
         .filter(|s| {
             let last = s.closed.map_or(usize::MAX, |(index, _)| index);
-            // A fault aimed at the client during the section explains it; so
-            // does slow work ordered earlier, which waits for its next section.
             !entries.iter().any(|e| match &e.what {
-                What::Nemesis {
-                    target: Some(t),
-                    kind,
-                    ..
-                } if *t == s.process => {
-                    (s.opened..=last).contains(&e.index)
-                        || (*kind == super::nemesis::Kind::SlowWork && e.index < s.opened)
+                What::Nemesis { target, kind, .. } => {
+                    let during = (s.opened..=last).contains(&e.index);
+                    match target {
+                        Some(t) if *t == s.process => {
+                            during || (*kind == super::nemesis::Kind::SlowWork && e.index < s.opened)
+                        }
+                        Some(_) => false,
+                        None => during,
+                    }
                 }
                 _ => false,
             })
@@ -298,6 +317,36 @@ pub(crate) mod tests {
             result: Some(w.into()),
             ..Detail::default()
         }
+    }
+
+    #[test]
+    fn a_lock_that_expires_under_an_unstruck_holder_is_the_machines_doing() {
+        let expiry = What::Server {
+            node: "lock".into(),
+            command: "expired lock:stock (TTL ran out)".into(),
+        };
+        let mut calm = Script::new(10);
+        calm.section("client-A", 10, 200);
+        calm.push(150, "redis", expiry.clone());
+        assert_eq!(unexplained_overruns(&calm.history().entries()).len(), 1);
+
+        let mut struck = Script::new(10);
+        struck.op(10, "client-A", Op::Acquire, Phase::Invoke, Detail::default());
+        struck.op(11, "client-A", Op::Acquire, Phase::Ok, Detail::default());
+        struck.push(
+            20,
+            "nemesis",
+            What::Nemesis {
+                fault: 0,
+                kind: super::super::nemesis::Kind::Freeze,
+                phase: "start",
+                target: Some("client-A".into()),
+                text: "freeze".into(),
+            },
+        );
+        struck.push(150, "redis", expiry);
+        struck.op(200, "client-A", Op::Release, Phase::Invoke, Detail::default());
+        assert!(unexplained_overruns(&struck.history().entries()).is_empty());
     }
 
     #[test]
