@@ -222,7 +222,8 @@ pub fn unexplained_overruns(entries: &[Entry]) -> Vec<Section> {
                     let during = (s.opened..=last).contains(&e.index);
                     match target {
                         Some(t) if *t == s.process => {
-                            during || (*kind == super::nemesis::Kind::SlowWork && e.index < s.opened)
+                            during
+                                || (*kind == super::nemesis::Kind::SlowWork && e.index < s.opened)
                         }
                         Some(_) => false,
                         None => during,
@@ -331,7 +332,13 @@ pub(crate) mod tests {
         assert_eq!(unexplained_overruns(&calm.history().entries()).len(), 1);
 
         let mut struck = Script::new(10);
-        struck.op(10, "client-A", Op::Acquire, Phase::Invoke, Detail::default());
+        struck.op(
+            10,
+            "client-A",
+            Op::Acquire,
+            Phase::Invoke,
+            Detail::default(),
+        );
         struck.op(11, "client-A", Op::Acquire, Phase::Ok, Detail::default());
         struck.push(
             20,
@@ -345,7 +352,13 @@ pub(crate) mod tests {
             },
         );
         struck.push(150, "redis", expiry);
-        struck.op(200, "client-A", Op::Release, Phase::Invoke, Detail::default());
+        struck.op(
+            200,
+            "client-A",
+            Op::Release,
+            Phase::Invoke,
+            Detail::default(),
+        );
         assert!(unexplained_overruns(&struck.history().entries()).is_empty());
     }
 
