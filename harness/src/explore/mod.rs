@@ -100,7 +100,14 @@ impl Found {
         let text: String = slice.iter().map(|e| format!("{}\n", e.render())).collect();
         let mut actors = violation.processes.clone();
         actors.extend(["harness".to_owned(), "redis".to_owned()]);
-        let timeline: Vec<String> = windows(&slice)
+        // The final read's moment in the timeline holds only the harness's
+        // own reckoning; the timeline is wanted where clients acted.
+        let acted: Vec<&history::Entry> = slice
+            .iter()
+            .copied()
+            .filter(|e| !matches!(e.what, history::What::Final { .. }))
+            .collect();
+        let timeline: Vec<String> = windows(&acted)
             .into_iter()
             .map(|(from, to)| {
                 outcome
