@@ -11,9 +11,10 @@
 //!   SIGSTOP;
 //! - [`workload`]: the articles' stock deduction on a database node;
 //! - [`guard`]: the release that runs on every path (drop, error, panic);
-//! - [`observe`]: the ledger, the observers (oversold, overlap, foreign
-//!   delete, deadlock) and the timeline built from `MONITOR`, expiry
-//!   notifications and the clients' replies;
+//! - [`observe`]: what a run recorded (the clients' ledger, each node's
+//!   own record of its keys from `MONITOR` and keyspace notifications, the
+//!   timeline with the clients' replies) and the judge, the only code that
+//!   turns records into findings;
 //! - [`scenario`]: the fault stories, runnable against any stage, and the
 //!   topologies they need (master + replica, Redlock's masters behind
 //!   proxies);

@@ -1,4 +1,5 @@
-//! Observers: what a run saw, measured from the run itself.
+//! Observers: what a run saw, measured from the run itself, and the judge
+//! ([`judge()`]) that alone turns those records into findings.
 
 mod judge;
 mod keyspace;

@@ -17,7 +17,10 @@ pub(super) async fn run(stage: StageEntry, env: ScenarioEnv) -> Result<Outcome> 
     // Whichever the stage reaches first: stages 1–2 stop at AfterSetnx.
     doomed.faults().crash_at(Point::AfterSetnx);
     doomed.faults().crash_at(Point::AfterAcquire);
-    match doomed.try_acquire().await {
+    // Asked with the run's patience, not once: a Redlock attempt on a
+    // loaded machine may miss its quorum, and the crash comes only with a
+    // successful one.
+    match doomed.acquire(run.env.timing.patience()).await {
         Err(HarnessError::Lock(LockError::Crashed(_))) => {}
         other => {
             return Err(HarnessError::Unsupported(format!(
