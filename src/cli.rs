@@ -90,6 +90,10 @@ pub enum Command {
         #[arg(long, hide = true)]
         markdown: bool,
     },
+    /// Random fault schedules against several clients, judged by checkers
+    /// that read only the recorded history (Jepsen-style). Exits 1 when
+    /// `--check-matrix` disagrees with the expected matrix.
+    Explore(crate::commands::explore::Args),
     /// Internal: a lock holder process, driven over stdin by a scenario.
     #[command(hide = true)]
     Holder {

@@ -12,7 +12,7 @@ use std::path::PathBuf;
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::time::Duration;
 
-use lockcore::{Acquired, LockConfig, LockError, Release, StageEntry};
+use lockcore::{Acquired, LockConfig, LockError, Point, Release, StageEntry};
 use tokio::io::AsyncBufReadExt;
 use tokio::sync::mpsc;
 
@@ -151,6 +151,23 @@ impl HolderProcess {
     /// The process id.
     pub fn pid(&self) -> u32 {
         self.child.id()
+    }
+
+    /// The lock the child last took (value, fencing token), if any.
+    pub fn held(&self) -> Option<&Acquired> {
+        self.held.as_ref()
+    }
+
+    /// The child will stop for `stall` the next time it reaches `point` (a
+    /// release stalled between its `GET` and its `DEL`, say), then go on.
+    pub async fn stall(&mut self, point: Point, stall: Duration) -> Result<()> {
+        self.ask(&format!("stall {point} {}", stall.as_millis()))
+            .await?;
+        self.ledger.timeline().record(
+            &self.name,
+            format!("will stall {}ms at {point}", stall.as_millis()),
+        );
+        Ok(())
     }
 
     async fn ask(&mut self, request: &str) -> Result<String> {
@@ -384,6 +401,20 @@ async fn serve(stage: StageEntry, name: &str) -> Result<()> {
                     None => false,
                 };
                 format!("lost {}", if lost { "yes" } else { "no" })
+            }
+            (["stall", point, ms], _) => {
+                match Point::ALL.into_iter().find(|p| p.name() == *point) {
+                    Some(point) => {
+                        let gate = client.faults().pause_at(point);
+                        let stall = Duration::from_millis(ms.parse().unwrap_or(0));
+                        tokio::spawn(async move {
+                            tokio::time::sleep(stall).await;
+                            gate.open();
+                        });
+                        "stalling".to_owned()
+                    }
+                    None => format!("error unknown fault point `{point}`"),
+                }
             }
             (_, None) => format!("error `{line}` needs the lock to be held first"),
             _ => format!("error unknown request `{line}`"),

@@ -19,7 +19,9 @@
 //! - [`scenario`]: the fault stories, runnable against any stage, and the
 //!   topologies they need (master + replica, Redlock's masters behind
 //!   proxies);
-//! - [`control`]: stage 0, the same workload without a lock.
+//! - [`control`]: stage 0, the same workload without a lock;
+//! - [`explore`]: random fault schedules against many clients, a recorded
+//!   history, and checkers that judge the history alone (Jepsen-style).
 //!
 //! The harness drives stages only through [`lockcore`]'s contract and
 //! depends on none of them.
@@ -27,6 +29,7 @@
 pub mod client;
 pub mod control;
 pub mod error;
+pub mod explore;
 pub mod fault;
 pub mod guard;
 pub mod holder;

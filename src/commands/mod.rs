@@ -1,6 +1,7 @@
 //! One module per subcommand.
 
 mod book_assets;
+pub mod explore;
 pub mod holder;
 mod interview;
 mod list;
@@ -67,6 +68,7 @@ pub async fn dispatch(command: Command) -> Result<(), Failure> {
             })
             .await
         }
+        Command::Explore(args) => explore::run(args).await,
         Command::Holder { .. } => unreachable!("the holder runs without the CLI's runtime"),
     }
 }

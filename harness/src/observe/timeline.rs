@@ -231,28 +231,29 @@ impl Timeline {
     /// `SETNX`) folded into one, with its count and its last time: what the
     /// printed timeline and the sequence diagram show.
     pub fn folded(&self) -> Vec<Repeated> {
-        let mut folded: Vec<Repeated> = Vec::new();
-        for event in self.events() {
-            match folded.last_mut() {
-                Some(run) if run.event.same_as(&event) => {
-                    run.count += 1;
-                    run.last = event.at;
-                }
-                _ => folded.push(Repeated {
-                    last: event.at,
-                    count: 1,
-                    event,
-                }),
-            }
-        }
-        folded
+        fold(self.events())
     }
 
     /// The printed timeline, one event per line. A run of the same event
     /// prints once, with its count and its last time.
     pub fn render(&self) -> String {
+        self.render_part(Duration::ZERO, Duration::MAX, |_| true)
+    }
+
+    /// The printed timeline, only the events from `from` to `to` after the
+    /// start that `keep` keeps (the part of a long run that shows one thing).
+    pub fn render_part(
+        &self,
+        from: Duration,
+        to: Duration,
+        keep: impl Fn(&Event) -> bool,
+    ) -> String {
         let mut out = String::new();
-        for run in self.folded() {
+        let events = self
+            .events()
+            .into_iter()
+            .filter(|e| (from..=to).contains(&self.offset(e.at)) && keep(e));
+        for run in fold(events) {
             let event = &run.event;
             let node = event
                 .node
@@ -334,6 +335,25 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 /// An answer as a timeline prints it: short, on one line.
+/// `events` with each run of the same event folded into one.
+fn fold(events: impl IntoIterator<Item = Event>) -> Vec<Repeated> {
+    let mut folded: Vec<Repeated> = Vec::new();
+    for event in events {
+        match folded.last_mut() {
+            Some(run) if run.event.same_as(&event) => {
+                run.count += 1;
+                run.last = event.at;
+            }
+            _ => folded.push(Repeated {
+                last: event.at,
+                count: 1,
+                event,
+            }),
+        }
+    }
+    folded
+}
+
 fn render_reply(reply: Result<&Value, &redis::RedisError>) -> String {
     match reply {
         Ok(value) => render_value(value),

@@ -16,7 +16,7 @@ mod killed_holder;
 mod network_delay;
 pub mod redlock_topology;
 mod reentrant;
-mod replicated;
+pub(crate) mod replicated;
 mod restart_without_persistence;
 mod run;
 mod slow_business;
@@ -29,6 +29,7 @@ use std::time::Duration;
 
 use lockcore::{Description, StageEntry};
 
+pub use contention::client_name;
 pub use run::Run;
 
 use crate::error::Result;

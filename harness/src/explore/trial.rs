@@ -1,0 +1,167 @@
+//! One trial: fresh servers, clients and a nemesis playing one schedule,
+//! then the history, judged by the checkers.
+
+use std::time::Duration;
+
+use futures_util::future::join_all;
+use lockcore::StageEntry;
+use tokio::time::Instant;
+
+use super::checkers::{self, Violation};
+use super::generator::{Slots, Workload};
+use super::history::{History, What};
+use super::nemesis::{Kind, Nemesis, Schedule, Shape, TRIAL_TTLS, stall_point};
+use crate::error::Result;
+use crate::observe::Timeline;
+use crate::scenario::{Run, ScenarioEnv};
+
+/// Items for sale at the start of a trial: more than the clients can sell,
+/// so sales never stop for lack of stock and every lost update shows.
+pub const STOCK: i64 = 10_000;
+
+/// Which trial to run.
+#[derive(Debug, Clone)]
+pub struct TrialSpec {
+    /// The stage under test.
+    pub stage: StageEntry,
+    /// The run's seed.
+    pub seed: u64,
+    /// The trial's number within the run.
+    pub trial: u64,
+    /// How many clients.
+    pub clients: usize,
+    /// The fault kinds the nemesis draws from.
+    pub kinds: Vec<Kind>,
+    /// Only these faults of the schedule (a shrunk schedule); all if `None`.
+    pub keep: Option<Vec<usize>>,
+}
+
+impl TrialSpec {
+    /// What shapes its schedule.
+    pub fn shape(&self, ttl: Duration) -> Shape {
+        Shape {
+            kinds: self.kinds.clone(),
+            clients: self.clients,
+            nodes: self.stage.description.nodes,
+            ttl,
+        }
+    }
+
+    /// Its schedule: the seed's, cut down to `keep`.
+    pub fn schedule(&self, ttl: Duration) -> Schedule {
+        let full = Schedule::generate(self.seed, self.trial, &self.shape(ttl));
+        match &self.keep {
+            Some(keep) => full.keeping(keep),
+            None => full,
+        }
+    }
+}
+
+/// What a trial gave.
+#[derive(Debug, Clone)]
+pub struct TrialOutcome {
+    /// The faults it played.
+    pub schedule: Schedule,
+    /// Everything observed.
+    pub history: History,
+    /// The narrated timeline of the same trial.
+    pub timeline: Timeline,
+    /// What the checkers found.
+    pub violations: Vec<Violation>,
+    /// Critical sections entered.
+    pub sections: usize,
+    /// Client operations invoked.
+    pub operations: usize,
+    /// How long the clients worked.
+    pub worked: Duration,
+    /// A critical section outlived the TTL with no fault aimed at its
+    /// client: the machine stalled it ([`checkers::unexplained_overruns`]).
+    pub disturbed: bool,
+}
+
+/// Runs one trial on fresh servers.
+pub async fn run(env: &ScenarioEnv, spec: &TrialSpec) -> Result<TrialOutcome> {
+    let timing = env.timing;
+    let schedule = spec.schedule(timing.ttl);
+    let (mut run, link) = if schedule.has_failover() {
+        let (run, link) = Run::start_replicated(spec.stage, env.clone(), STOCK).await?;
+        (run, Some(link))
+    } else {
+        (Run::start(spec.stage, env.clone(), STOCK).await?, None)
+    };
+    let proxies = run.put_proxies().await?;
+    let lock_nodes: Vec<String> = run.nodes.iter().map(|n| n.label().to_owned()).collect();
+    let timeline = run.timeline().clone();
+    let history = History::new(&timeline);
+    history.push(
+        "harness",
+        What::Setup {
+            stage: spec.stage.description.name.to_owned(),
+            ttl: timing.ttl,
+            stock: STOCK,
+            lock_nodes: lock_nodes.clone(),
+            fencing: env.fencing.label(),
+        },
+    );
+    run.narrate(format!(
+        "explore seed {} trial {}: {} clients; faults:\n{}",
+        spec.seed,
+        spec.trial,
+        spec.clients,
+        schedule.render().trim_end()
+    ));
+
+    let slots = Slots::new(spec.clients);
+    let factory = run.factory.clone();
+    let start = Instant::now();
+    let workload = Workload {
+        factory: &factory,
+        launcher: &env.launcher,
+        history: &history,
+        slots: &slots,
+        ttl: timing.ttl,
+        business: timing.business,
+        stall_point: stall_point(&spec.stage.description),
+        until: start + timing.ttl * TRIAL_TTLS,
+        seed: (spec.seed, spec.trial),
+    };
+    let clients = join_all((0..spec.clients).map(|i| workload.client(i)));
+    let nemesis = async {
+        Nemesis::new(&mut run, &proxies, link.as_ref(), &slots, &history)
+            .play(&schedule, start)
+            .await;
+    };
+    let (done, ()) = tokio::join!(clients, nemesis);
+    let worked = start.elapsed();
+    done.into_iter().collect::<Result<Vec<()>>>()?;
+
+    let outcome = run.finish().await?;
+    history.push(
+        "harness",
+        What::Final {
+            orders: outcome.fact("orders"),
+            stock_left: outcome.fact("stock_left"),
+        },
+    );
+    drop(proxies);
+    drop(link);
+    history.absorb_servers(&timeline, &lock_nodes);
+    let entries = history.entries();
+    let violations = checkers::check(&entries);
+    let sections = checkers::sections(&entries).len();
+    let disturbed = !checkers::unexplained_overruns(&entries).is_empty();
+    let operations = entries
+        .iter()
+        .filter(|e| matches!(e.op(), Some((_, super::history::Phase::Invoke, _))))
+        .count();
+    Ok(TrialOutcome {
+        schedule,
+        history,
+        timeline,
+        violations,
+        sections,
+        operations,
+        worked,
+        disturbed,
+    })
+}

@@ -1,0 +1,285 @@
+//! `explore --check-matrix`: the explorer held against the expected matrix.
+//!
+//! Each fault kind tells, at random, the story of one matrix column
+//! ([`Kind::column`]); trials with no fault at all tell `contention`. For
+//! every stage and kind the explorer runs trials restricted to that kind
+//! and compares what its checkers found with the cell:
+//!
+//! - the cell says `ok` and the explorer broke the stage: a disagreement
+//!   (exit 1), printed with its replay line;
+//! - the cell predicts a failure the explorer never found in its budget:
+//!   "not yet found", with the trial count: a budget says little;
+//! - findings the cell does not list, where it lists others: printed as
+//!   notes.
+//!
+//! Every trial has several clients, so what contention alone does to a
+//! stage (stage 0 oversells) is in every trial; a fault kind is only
+//! blamed for findings beyond the stage's `contention` cell. Refusals
+//! (Redlock's REFUSED) are a lock doing its job, not a violation, and are
+//! not compared. A trial stops a cell early once every predicted finding
+//! has been seen.
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use harness::ScenarioEnv;
+use harness::explore::{Check, Kind, Plan, StageReport};
+use harness::observe::{Finding, Verdict};
+use lockcore::StageEntry;
+
+use super::{Args, args_line, explore_with_bar, print};
+use crate::Failure;
+use crate::matrix::{Expected, expected};
+
+/// The column trials without faults are compared with.
+const CONTENTION: &str = "contention";
+
+/// A finding the explorer can make: a matrix finding, or a stale write
+/// (which the matrix has no word for).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Seen {
+    Matrix(Finding),
+    StaleWrite,
+}
+
+impl Seen {
+    fn of(check: Check) -> Self {
+        check.finding().map_or(Seen::StaleWrite, Seen::Matrix)
+    }
+
+    fn label(self) -> &'static str {
+        match self {
+            Seen::Matrix(finding) => finding.label(),
+            Seen::StaleWrite => "STALE-WRITE",
+        }
+    }
+}
+
+/// What one cell came to.
+enum Cell {
+    NotApplicable,
+    Agrees { trials: u64, extra: Vec<Seen> },
+    NotYetFound { trials: u64, missing: Vec<Seen> },
+    Disagrees { trials: u64, found: Vec<Seen> },
+}
+
+impl Cell {
+    fn short(&self) -> String {
+        match self {
+            Cell::NotApplicable => "n/a".to_owned(),
+            Cell::Agrees { trials, extra } if extra.is_empty() => format!("agree {trials}t"),
+            Cell::Agrees { trials, .. } => format!("agree+ {trials}t"),
+            Cell::NotYetFound { trials, .. } => format!("not-yet {trials}t"),
+            Cell::Disagrees { .. } => "DISAGREE".to_owned(),
+        }
+    }
+}
+
+/// The kinds `--check-matrix` runs, as matrix columns: `None` is the
+/// no-fault trial (contention).
+fn columns(kinds: &[Kind]) -> Vec<(Option<Kind>, &'static str)> {
+    let mut columns = vec![(None, CONTENTION)];
+    for kind in kinds {
+        if let Some(column) = kind.column() {
+            columns.push((Some(*kind), column));
+        }
+    }
+    columns
+}
+
+/// The safety and liveness findings a cell predicts.
+fn predicted(cell: &Expected) -> Option<BTreeSet<Seen>> {
+    match cell {
+        Expected::NotApplicable => None,
+        Expected::Verdict(verdict) => Some(judged(verdict)),
+    }
+}
+
+fn judged(verdict: &Verdict) -> BTreeSet<Seen> {
+    verdict
+        .findings()
+        .filter(|f| *f != Finding::Refused)
+        .map(Seen::Matrix)
+        .collect()
+}
+
+/// Runs the check and prints its table.
+pub(super) async fn run(
+    stages: &[StageEntry],
+    seed: u64,
+    args: &Args,
+    env_for: impl Fn(&StageEntry) -> Result<ScenarioEnv, Failure>,
+) -> Result<(), Failure> {
+    let kinds = super::chosen_kinds(&args.kinds)?;
+    let columns = columns(&kinds);
+    let mut rows = Vec::new();
+    let mut disagreements = 0;
+    for stage in stages {
+        let name = stage.description.name;
+        let env = env_for(stage)?;
+        let baseline = expected(name, CONTENTION)
+            .and_then(|cell| predicted(&cell))
+            .unwrap_or_default();
+        let mut cells = Vec::new();
+        for (kind, column) in &columns {
+            let applies = kind.is_none_or(|k| k.applies_to(&stage.description));
+            let want = expected(name, column).and_then(|cell| predicted(&cell));
+            let (Some(want), true) = (want, applies) else {
+                cells.push(Cell::NotApplicable);
+                continue;
+            };
+            let plan = Plan {
+                stage: *stage,
+                seed,
+                clients: args.clients,
+                kinds: kind.iter().copied().collect(),
+                budget: Duration::from_secs(args.seconds),
+                history_file: Some(args.out.join(format!(
+                    "check-{name}-{}-seed{seed}.jsonl",
+                    kind.map_or("none", |k| k.name())
+                ))),
+            };
+            let report = explore_with_bar(&env, &plan, args.json, |report| {
+                !want.is_empty() && want.iter().all(|w| seen(report).contains(w))
+            })
+            .await?;
+            let cell = judge(&want, &baseline, kind.is_some(), &report);
+            let line = args_line(args, stage, &plan.kinds);
+            // Findings left out of the judgement because only disturbed
+            // trials made them, where they would have counted.
+            let only_disturbed: Vec<&str> = report
+                .found
+                .keys()
+                .filter(|c| !report.found_undisturbed.contains(c))
+                .filter(|c| !want.contains(&Seen::of(**c)))
+                .filter(|c| kind.is_none() || !baseline.contains(&Seen::of(**c)))
+                .map(|c| c.name())
+                .collect();
+            if !only_disturbed.is_empty() {
+                println!(
+                    "{name} x {column} ({}): {} found only in the {} trial(s) where the machine \
+                     stalled a client past the TTL with no fault aimed at it; not held against \
+                     the cell",
+                    kind_name(*kind),
+                    only_disturbed.join(" "),
+                    report.disturbed
+                );
+            }
+            match &cell {
+                Cell::Disagrees { found, trials } => {
+                    disagreements += 1;
+                    println!(
+                        "\nDISAGREEMENT {name} x {column} ({}): the matrix says ok, the explorer \
+                         found {} in {trials} trials",
+                        kind_name(*kind),
+                        labels(found)
+                    );
+                    for first in report.found.values() {
+                        if found.contains(&Seen::of(first.violation.check)) {
+                            print::found(first, &line);
+                        }
+                    }
+                }
+                Cell::NotYetFound { trials, missing } => println!(
+                    "{name} x {column} ({}): {} predicted, not yet found in {trials} trials",
+                    kind_name(*kind),
+                    labels(missing)
+                ),
+                Cell::Agrees { extra, .. } if !extra.is_empty() => println!(
+                    "{name} x {column} ({}): also found {}, which the cell does not list",
+                    kind_name(*kind),
+                    labels(extra)
+                ),
+                _ => {}
+            }
+            cells.push(cell);
+        }
+        rows.push((name, cells));
+    }
+    print_table(&columns, &rows, seed);
+    if disagreements > 0 {
+        return Err(Failure::failed(format!(
+            "{disagreements} cell(s) where the explorer broke a stage the matrix says is ok"
+        )));
+    }
+    Ok(())
+}
+
+fn seen(report: &StageReport) -> BTreeSet<Seen> {
+    report.found.keys().map(|c| Seen::of(*c)).collect()
+}
+
+fn judge(
+    want: &BTreeSet<Seen>,
+    baseline: &BTreeSet<Seen>,
+    faulted: bool,
+    report: &StageReport,
+) -> Cell {
+    let trials = report.trials;
+    let found = seen(report);
+    // A fault kind is blamed only for what it did in trials the machine
+    // did not disturb, and only for what contention alone does not do.
+    let undisturbed: BTreeSet<Seen> = report
+        .found_undisturbed
+        .iter()
+        .map(|c| Seen::of(*c))
+        .collect();
+    let blamed: BTreeSet<Seen> = if faulted {
+        undisturbed.difference(baseline).copied().collect()
+    } else {
+        undisturbed
+    };
+    if want.is_empty() {
+        return if blamed.is_empty() {
+            Cell::Agrees {
+                trials,
+                extra: Vec::new(),
+            }
+        } else {
+            Cell::Disagrees {
+                trials,
+                found: blamed.into_iter().collect(),
+            }
+        };
+    }
+    let missing: Vec<Seen> = want.difference(&found).copied().collect();
+    if !missing.is_empty() {
+        return Cell::NotYetFound { trials, missing };
+    }
+    Cell::Agrees {
+        trials,
+        extra: blamed.difference(want).copied().collect(),
+    }
+}
+
+fn kind_name(kind: Option<Kind>) -> &'static str {
+    kind.map_or("no faults", |k| k.name())
+}
+
+fn labels(seen: &[Seen]) -> String {
+    seen.iter().map(|s| s.label()).collect::<Vec<_>>().join(" ")
+}
+
+fn print_table(columns: &[(Option<Kind>, &str)], rows: &[(&str, Vec<Cell>)], seed: u64) {
+    print!("\n{:<7}", "stage");
+    for (kind, _) in columns {
+        print!(" {:<13}", kind.map_or("none", |k| k.name()));
+    }
+    println!();
+    for (name, cells) in rows {
+        print!("{name:<7}");
+        for cell in cells {
+            print!(" {:<13}", cell.short());
+        }
+        println!();
+    }
+    println!("\ncolumns are fault kinds; each tells its matrix column's story at random:");
+    for (kind, column) in columns {
+        println!("  {:<13} -> {column}", kind.map_or("none", |k| k.name()));
+    }
+    println!(
+        "agree: what the cell predicts was found (agree+: and more, see the notes); not-yet: a \
+         predicted finding was not found in that many trials; DISAGREE: the explorer broke a \
+         stage where the cell says ok. Seed {seed}."
+    );
+}
