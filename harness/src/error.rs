@@ -11,6 +11,9 @@ pub enum HarnessError {
     /// A server would not start or answer.
     #[error("redis-server did not start: {0}")]
     ServerStart(String),
+    /// The Docker engine refused or failed an operation.
+    #[error("docker: {0}")]
+    Docker(String),
     /// A Redis command from the harness itself failed.
     #[error("redis: {0}")]
     Redis(#[from] redis::RedisError),

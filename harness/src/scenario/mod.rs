@@ -227,6 +227,14 @@ impl Outcome {
 }
 
 impl ScenarioEnv {
+    /// The same environment for a new run: on Docker, a network of its own.
+    pub fn for_new_run(self) -> Self {
+        Self {
+            backend: self.backend.for_new_run(),
+            ..self
+        }
+    }
+
     /// The environment's backend, default timing, holder processes started
     /// by `launcher`.
     pub fn from_env(launcher: Launcher) -> Result<Self> {

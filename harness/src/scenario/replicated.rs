@@ -49,18 +49,19 @@ impl Run {
                 stage.description.name, stage.description.nodes
             )));
         }
+        let env = env.for_new_run();
         // A master waits 5 s by default before a full sync, hoping for more
         // replicas to serve at once; there is only one.
         let master =
             Node::start(&env.backend, "master", &["--repl-diskless-sync-delay", "0"]).await?;
-        let (host, port) = master.host_port();
-        let master_addr: SocketAddr = format!("{host}:{port}")
-            .parse()
-            .map_err(|e| HarnessError::ServerStart(format!("master address: {e}")))?;
-        let link = ReplicationLink::start(master_addr).await?;
-        let link_port = link.port.to_string();
-        let replica =
-            Node::start(&env.backend, "replica", &["--replicaof", &host, &link_port]).await?;
+        let link = ReplicationLink::start(&master).await?;
+        let (link_host, link_port) = (link.addr.ip().to_string(), link.addr.port().to_string());
+        let replica = Node::start(
+            &env.backend,
+            "replica",
+            &["--replicaof", &link_host, &link_port],
+        )
+        .await?;
         wait_in_sync(&replica).await?;
         let run = Self::start_on(stage, env, stock, vec![master, replica]).await?;
         run.narrate("the replica is in sync with the master (master_link_status:up)");
@@ -103,15 +104,19 @@ impl Run {
 /// dropped.
 #[derive(Debug)]
 pub(crate) struct ReplicationLink {
-    port: u16,
+    /// Where the replica finds its "master": the relay.
+    pub(crate) addr: SocketAddr,
     held: watch::Sender<bool>,
     acceptor: JoinHandle<()>,
 }
 
 impl ReplicationLink {
-    async fn start(master: SocketAddr) -> Result<Self> {
-        let listener = TcpListener::bind("127.0.0.1:0").await?;
-        let port = listener.local_addr()?.port();
+    /// A relay in front of `master`, listening where the master's peers
+    /// reach the harness's host.
+    pub(crate) async fn start(master: &Node) -> Result<Self> {
+        let listener = TcpListener::bind((master.host_seen_from_here().await?, 0)).await?;
+        let addr = listener.local_addr()?;
+        let master = master.addr();
         let (held, _) = watch::channel(false);
         let hold = held.clone();
         let acceptor = tokio::spawn(async move {
@@ -121,7 +126,7 @@ impl ReplicationLink {
             }
         });
         Ok(Self {
-            port,
+            addr,
             held,
             acceptor,
         })

@@ -39,6 +39,7 @@ impl Run {
     /// Starts the database node and as many lock nodes as the stage needs,
     /// watched into a fresh timeline, with `stock` items for sale.
     pub async fn start(stage: StageEntry, env: ScenarioEnv, stock: i64) -> Result<Self> {
+        let env = env.for_new_run();
         let count = stage.description.nodes;
         let mut nodes = Vec::with_capacity(count);
         for i in 1..=count {

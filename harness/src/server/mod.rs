@@ -1,14 +1,19 @@
 //! Redis nodes for scenarios: where they run and how they are faulted.
 //!
 //! A [`Node`] is one Redis server with a label (`lock`, `db`, `replica`,
-//! `node3`). The default backend runs `redis-server` processes on loopback;
-//! the Docker backend runs each node in a container. Either way node faults
-//! are real: signals to processes, or the engine's kill and pause.
+//! `node3`, `sentinel1`). The default backend runs `redis-server` processes
+//! on loopback; the Docker backend runs each node in a container of its
+//! own, at its own address on its run's network. Either way node faults are
+//! real: signals to processes, or the engine's kill, pause and network
+//! disconnect.
 
-mod redis_container;
+pub mod docker;
 mod redis_process;
 
-pub use redis_container::{OWNER_LABEL, RedisContainer, docker_answers};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::sync::Arc;
+
+pub use docker::{OWNER_LABEL, RedisContainer, RunNetwork, docker_answers};
 pub use redis_process::{INSTALL_HINT, RedisProcess, redis_server_installed};
 
 use crate::error::{HarnessError, Result};
@@ -20,31 +25,47 @@ pub const IMAGE_VAR: &str = "LOCKSTAGES_REDIS_IMAGE";
 /// The image used when [`IMAGE_VAR`] is not set.
 pub const DEFAULT_IMAGE: &str = "redis:7-alpine";
 
+/// The port a Redis server listens on in its container.
+const CONTAINER_REDIS_PORT: u16 = 6379;
+/// The port a Sentinel listens on in its container.
+const CONTAINER_SENTINEL_PORT: u16 = 26379;
+
 /// Where nodes run.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub enum Backend {
     /// `redis-server` processes on loopback ports (the default).
     Process,
-    /// One container per node, of this image.
+    /// One container per node, of `image`, on `network`.
     Docker {
         /// The image, `redis:7-alpine` unless `LOCKSTAGES_REDIS_IMAGE` says.
         image: String,
+        /// The network the nodes started with this backend share; see
+        /// [`Backend::for_new_run`].
+        network: Arc<RunNetwork>,
     },
 }
 
 impl Backend {
     /// The backend chosen by `LOCKSTAGES_BACKEND`, or else `redis-server`
     /// when installed, or else Docker when it answers; a clear error saying
-    /// how to get one when neither can be had.
+    /// how to get one when neither can be had. The Docker backend's image is
+    /// checked (pulled if absent) here, once.
     pub fn from_env() -> Result<Self> {
         let image = std::env::var(IMAGE_VAR).unwrap_or_else(|_| DEFAULT_IMAGE.to_owned());
+        let docker = |image: String| -> Result<Self> {
+            docker::check_image(&image)?;
+            Ok(Backend::Docker {
+                image,
+                network: Arc::default(),
+            })
+        };
         match std::env::var(BACKEND_VAR).as_deref() {
             Ok("docker") => {
                 if docker_answers() {
-                    Ok(Backend::Docker { image })
+                    docker(image)
                 } else {
                     Err(HarnessError::NoRedis(format!(
-                        "{BACKEND_VAR}=docker, but no Docker engine answers (`docker info` failed)"
+                        "{BACKEND_VAR}=docker, but no Docker engine answers"
                     )))
                 }
             }
@@ -52,10 +73,12 @@ impl Backend {
                 if redis_server_installed() {
                     Ok(Backend::Process)
                 } else if std::env::var(BACKEND_VAR).is_err() && docker_answers() {
-                    Ok(Backend::Docker { image })
+                    docker(image).map_err(|e| {
+                        HarnessError::NoRedis(format!("{INSTALL_HINT}\n(Docker answers, but: {e})"))
+                    })
                 } else if std::env::var(BACKEND_VAR).is_err() {
                     Err(HarnessError::NoRedis(format!(
-                        "{INSTALL_HINT}\n(no Docker engine answers here either: `docker info` failed)"
+                        "{INSTALL_HINT}\n(no Docker engine answers here either)"
                     )))
                 } else {
                     Err(HarnessError::NoRedis(INSTALL_HINT.to_owned()))
@@ -67,11 +90,23 @@ impl Backend {
         }
     }
 
+    /// The same backend for a new run: on Docker, a network of its own, so
+    /// the run's nodes are hosts among themselves.
+    pub fn for_new_run(&self) -> Self {
+        match self {
+            Backend::Process => Backend::Process,
+            Backend::Docker { image, .. } => Backend::Docker {
+                image: image.clone(),
+                network: Arc::default(),
+            },
+        }
+    }
+
     /// `process` or `docker (image)`, for timelines and reports.
     pub fn label(&self) -> String {
         match self {
             Backend::Process => "process".to_owned(),
-            Backend::Docker { image } => format!("docker {image}"),
+            Backend::Docker { image, .. } => format!("docker {image}"),
         }
     }
 }
@@ -79,7 +114,8 @@ impl Backend {
 #[derive(Debug)]
 enum Server {
     Process(RedisProcess),
-    Container(RedisContainer),
+    // Boxed: testcontainers' handle is large.
+    Container(Box<RedisContainer>),
 }
 
 /// One Redis server in a scenario.
@@ -94,9 +130,41 @@ impl Node {
     pub async fn start(backend: &Backend, label: &str, extra_args: &[&str]) -> Result<Self> {
         let server = match backend {
             Backend::Process => Server::Process(RedisProcess::start(extra_args).await?),
-            Backend::Docker { image } => {
-                Server::Container(RedisContainer::start(image, extra_args).await?)
-            }
+            Backend::Docker { image, network } => Server::Container(Box::new(
+                RedisContainer::start(
+                    image,
+                    network.clone(),
+                    &[],
+                    extra_args,
+                    &[],
+                    CONTAINER_REDIS_PORT,
+                )
+                .await?,
+            )),
+        };
+        Ok(Self {
+            label: label.to_owned(),
+            server,
+        })
+    }
+
+    /// Starts a Sentinel on `backend` whose configuration file says
+    /// `config`.
+    pub async fn start_sentinel(backend: &Backend, label: &str, config: &str) -> Result<Self> {
+        const FILE: &str = "/data/sentinel.conf";
+        let server = match backend {
+            Backend::Process => Server::Process(RedisProcess::start_sentinel(config).await?),
+            Backend::Docker { image, network } => Server::Container(Box::new(
+                RedisContainer::start(
+                    image,
+                    network.clone(),
+                    &[FILE, "--sentinel"],
+                    &["--port", &CONTAINER_SENTINEL_PORT.to_string()],
+                    &[(FILE, config.as_bytes().to_vec())],
+                    CONTAINER_SENTINEL_PORT,
+                )
+                .await?,
+            )),
         };
         Ok(Self {
             label: label.to_owned(),
@@ -111,38 +179,52 @@ impl Node {
 
     /// Its URL.
     pub fn url(&self) -> String {
-        format!("redis://127.0.0.1:{}", self.port())
+        format!("redis://{}", self.addr())
     }
 
-    /// Its loopback port.
-    pub fn port(&self) -> u16 {
+    /// Its address: a loopback port, or its own address on the run's
+    /// network.
+    pub fn addr(&self) -> SocketAddr {
         match &self.server {
-            Server::Process(p) => p.port(),
-            Server::Container(c) => c.port(),
+            Server::Process(p) => p.addr(),
+            Server::Container(c) => c.addr(),
         }
     }
 
-    /// Host and port, as `REPLICAOF` wants them.
+    /// Host and port, as `REPLICAOF` and `SENTINEL MONITOR` want them.
     pub fn host_port(&self) -> (String, u16) {
-        ("127.0.0.1".to_owned(), self.port())
+        let addr = self.addr();
+        (addr.ip().to_string(), addr.port())
     }
 
-    /// Kills the node (`kill -9`, `docker kill`): its memory is lost.
+    /// Where this node reaches the harness's own host, for a relay the
+    /// harness runs between nodes: loopback for a process, the network's
+    /// gateway for a container.
+    pub async fn host_seen_from_here(&self) -> Result<IpAddr> {
+        match &self.server {
+            Server::Process(_) => Ok(IpAddr::V4(Ipv4Addr::LOCALHOST)),
+            Server::Container(c) => Ok(IpAddr::V4(c.host_seen_from_here().await?)),
+        }
+    }
+
+    /// Kills the node (`kill -9`, SIGKILL to the container): its memory is
+    /// lost.
     pub async fn kill(&mut self) -> Result<()> {
         match &mut self.server {
             Server::Process(p) => {
                 p.kill();
                 Ok(())
             }
-            Server::Container(c) => c.kill(),
+            Server::Container(c) => c.kill().await,
         }
     }
 
-    /// Freezes the node (SIGSTOP, `docker pause`): it answers nothing until resumed.
+    /// Freezes the node (SIGSTOP, the container's cgroup freezer): it
+    /// answers nothing until resumed.
     pub async fn pause(&mut self) -> Result<()> {
         match &self.server {
             Server::Process(p) => p.pause(),
-            Server::Container(c) => c.pause(),
+            Server::Container(c) => c.pause().await,
         }
     }
 
@@ -150,7 +232,7 @@ impl Node {
     pub async fn resume(&mut self) -> Result<()> {
         match &self.server {
             Server::Process(p) => p.resume(),
-            Server::Container(c) => c.resume(),
+            Server::Container(c) => c.resume().await,
         }
     }
 
@@ -159,6 +241,15 @@ impl Node {
         match &mut self.server {
             Server::Process(p) => p.restart().await,
             Server::Container(c) => c.restart().await,
+        }
+    }
+
+    /// The Docker container behind this node, for network faults between
+    /// hosts; `None` on the process backend.
+    pub fn container(&self) -> Option<&RedisContainer> {
+        match &self.server {
+            Server::Process(_) => None,
+            Server::Container(c) => Some(c),
         }
     }
 }
