@@ -21,7 +21,10 @@ mod error;
 mod fault;
 
 pub use config::LockConfig;
-pub use connect::{Connection, ReplyLog, SeenReply, connect, connect_with_log};
+pub use connect::{
+    Connection, ReplyLog, SENTINEL_SCHEME, SeenReply, connect, connect_with_log, resolve,
+    sentinel_url,
+};
 pub use contract::{
     Acquired, ClientSetup, ConnectFuture, Description, DistributedLock, LostSignal, Release,
     StageEntry,

@@ -16,7 +16,7 @@
 use harness::observe::{Finding, Verdict};
 
 /// The columns, in order; checked against `harness::SCENARIOS` by a test.
-pub const COLUMNS: [&str; 11] = [
+pub const COLUMNS: [&str; 12] = [
     "contention",
     "killed-holder",
     "crash-before-expire",
@@ -28,20 +28,21 @@ pub const COLUMNS: [&str; 11] = [
     "clock-jump",
     "reentrant",
     "network-delay",
+    "sentinel-failover",
 ];
 
 #[rustfmt::skip]
-const ROWS: [(&str, [&str; 11]); 9] = [
-    //          contention  killed-holder crash-before  slow-business                      get-del-race      gc-pause                failover                restart-without-pers.   clock-jump              reentrant   network-delay
-    ("stage0", ["OVERSOLD OVERLAP", "ok",         "n/a",        "OVERSOLD OVERLAP",                "n/a",            "OVERSOLD OVERLAP",     "n/a",                  "n/a",                  "n/a",                  "n/a",      "n/a"]),
-    ("stage1", ["ok",       "DEADLOCK",   "DEADLOCK",   "ok",                              "ok",             "ok",                   "OVERSOLD OVERLAP",     "OVERSOLD OVERLAP",     "ok",                   "DEADLOCK", "DEADLOCK"]),
-    ("stage2", ["ok",       "ok",         "DEADLOCK",   "OVERSOLD OVERLAP FOREIGN-DELETE", "FOREIGN-DELETE", "OVERSOLD OVERLAP",     "OVERSOLD OVERLAP",     "OVERSOLD OVERLAP",     "OVERSOLD OVERLAP",     "DEADLOCK", "DEADLOCK"]),
-    ("stage3", ["ok",       "ok",         "ok",         "OVERSOLD OVERLAP FOREIGN-DELETE", "FOREIGN-DELETE", "OVERSOLD OVERLAP",     "OVERSOLD OVERLAP",     "OVERSOLD OVERLAP",     "OVERSOLD OVERLAP",     "DEADLOCK", "ok"]),
-    ("stage4", ["ok",       "ok",         "ok",         "OVERSOLD OVERLAP",                "FOREIGN-DELETE", "OVERSOLD OVERLAP",     "OVERSOLD OVERLAP",     "OVERSOLD OVERLAP",     "OVERSOLD OVERLAP",     "DEADLOCK", "ok"]),
-    ("stage5", ["ok",       "ok",         "ok",         "OVERSOLD OVERLAP",                "ok",             "OVERSOLD OVERLAP",     "OVERSOLD OVERLAP",     "OVERSOLD OVERLAP",     "OVERSOLD OVERLAP",     "DEADLOCK", "ok"]),
-    ("stage6", ["ok",       "ok",         "ok",         "ok",                              "ok",             "OVERSOLD OVERLAP",     "OVERSOLD OVERLAP",     "OVERSOLD OVERLAP",     "OVERSOLD OVERLAP",     "ok",       "ok"]),
-    ("stage7", ["ok",       "ok",         "ok",         "OVERSOLD OVERLAP",                "ok",             "OVERSOLD OVERLAP",     "n/a",                  "OVERSOLD OVERLAP",     "OVERSOLD OVERLAP",     "DEADLOCK", "REFUSED"]),
-    ("stage8", ["ok",       "ok",         "ok",         "OVERLAP",                         "ok",             "OVERLAP",              "OVERSOLD OVERLAP",     "OVERSOLD OVERLAP",     "OVERLAP",              "DEADLOCK", "ok"]),
+const ROWS: [(&str, [&str; 12]); 9] = [
+    //          contention  killed-holder crash-before  slow-business                      get-del-race      gc-pause                failover                restart-without-pers.   clock-jump              reentrant   network-delay  sentinel-failover
+    ("stage0", ["OVERSOLD OVERLAP", "ok",         "n/a",        "OVERSOLD OVERLAP",                "n/a",            "OVERSOLD OVERLAP",     "n/a",                  "n/a",                  "n/a",                  "n/a",      "n/a", "n/a"]),
+    ("stage1", ["ok",       "DEADLOCK",   "DEADLOCK",   "ok",                              "ok",             "ok",                   "OVERSOLD OVERLAP",     "OVERSOLD OVERLAP",     "ok",                   "DEADLOCK", "DEADLOCK", "OVERSOLD OVERLAP"]),
+    ("stage2", ["ok",       "ok",         "DEADLOCK",   "OVERSOLD OVERLAP FOREIGN-DELETE", "FOREIGN-DELETE", "OVERSOLD OVERLAP",     "OVERSOLD OVERLAP",     "OVERSOLD OVERLAP",     "OVERSOLD OVERLAP",     "DEADLOCK", "DEADLOCK", "OVERSOLD OVERLAP"]),
+    ("stage3", ["ok",       "ok",         "ok",         "OVERSOLD OVERLAP FOREIGN-DELETE", "FOREIGN-DELETE", "OVERSOLD OVERLAP",     "OVERSOLD OVERLAP",     "OVERSOLD OVERLAP",     "OVERSOLD OVERLAP",     "DEADLOCK", "ok", "OVERSOLD OVERLAP"]),
+    ("stage4", ["ok",       "ok",         "ok",         "OVERSOLD OVERLAP",                "FOREIGN-DELETE", "OVERSOLD OVERLAP",     "OVERSOLD OVERLAP",     "OVERSOLD OVERLAP",     "OVERSOLD OVERLAP",     "DEADLOCK", "ok", "OVERSOLD OVERLAP"]),
+    ("stage5", ["ok",       "ok",         "ok",         "OVERSOLD OVERLAP",                "ok",             "OVERSOLD OVERLAP",     "OVERSOLD OVERLAP",     "OVERSOLD OVERLAP",     "OVERSOLD OVERLAP",     "DEADLOCK", "ok", "OVERSOLD OVERLAP"]),
+    ("stage6", ["ok",       "ok",         "ok",         "ok",                              "ok",             "OVERSOLD OVERLAP",     "OVERSOLD OVERLAP",     "OVERSOLD OVERLAP",     "OVERSOLD OVERLAP",     "ok",       "ok", "OVERSOLD OVERLAP"]),
+    ("stage7", ["ok",       "ok",         "ok",         "OVERSOLD OVERLAP",                "ok",             "OVERSOLD OVERLAP",     "n/a",                  "OVERSOLD OVERLAP",     "OVERSOLD OVERLAP",     "DEADLOCK", "REFUSED", "n/a"]),
+    ("stage8", ["ok",       "ok",         "ok",         "OVERLAP",                         "ok",             "OVERLAP",              "OVERSOLD OVERLAP",     "OVERSOLD OVERLAP",     "OVERLAP",              "DEADLOCK", "ok", "OVERSOLD OVERLAP"]),
 ];
 
 /// What a cell should show.

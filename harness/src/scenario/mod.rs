@@ -18,6 +18,8 @@ mod reentrant;
 mod replicated;
 mod restart_without_persistence;
 mod run;
+mod sentinel_failover;
+mod sentinel_topology;
 mod slow_business;
 
 use std::collections::BTreeMap;
@@ -127,6 +129,12 @@ pub const SCENARIOS: &[Scenario] = &[
         title: "replies are delayed until the lock's validity is used up",
         not_applicable: network_delay::not_applicable,
         run: |stage, env| Box::pin(network_delay::run(stage, env)),
+    },
+    Scenario {
+        name: "sentinel-failover",
+        title: "the master dies before its replicas have the lock; the Sentinels promote one",
+        not_applicable: sentinel_failover::not_applicable,
+        run: |stage, env| Box::pin(sentinel_failover::run(stage, env)),
     },
 ];
 

@@ -189,7 +189,7 @@ impl Drop for Relay {
 
 /// Waits until `replica` reports its link to the master up, which it does
 /// once the first full sync is done.
-async fn wait_in_sync(replica: &Node) -> Result<()> {
+pub(super) async fn wait_in_sync(replica: &Node) -> Result<()> {
     let mut conn = lockcore::connect(&replica.url(), "harness").await?;
     let deadline = Instant::now() + SYNC_WITHIN;
     loop {

@@ -1,0 +1,207 @@
+//! The Sentinel topology: one master, two replicas, three Sentinels that
+//! watch the master and, when they agree that it is down, promote a
+//! replica themselves. The harness never promotes anything here.
+//!
+//! Clients find the master through the Sentinels (a `redis+sentinel://`
+//! URL, see `lockcore::resolve`), as a production client configured with
+//! Sentinel does.
+//!
+//! Timeouts are short but safe: a Sentinel calls the master subjectively
+//! down after [`DOWN_AFTER`] without an answer (several of its pings, on a
+//! loaded machine too), so a failover takes a second or two.
+//!
+//! Each replica follows the master through a [`ReplicationLink`], so a
+//! story can hold replication back, keeping open the window in which the
+//! master has granted a lock its replicas have not seen.
+
+use std::time::Duration;
+
+use lockcore::StageEntry;
+use tokio::sync::watch;
+use tokio::time::{Instant, sleep};
+
+use super::replicated::{ReplicationLink, wait_in_sync};
+use super::{Run, ScenarioEnv};
+use crate::error::{HarnessError, Result};
+use crate::observe::{SentinelWatcher, wait_for_switch};
+use crate::server::Node;
+
+/// The name the Sentinels know the master by.
+pub(crate) const SERVICE: &str = "lockmaster";
+/// Sentinels that must agree the master is down before a failover.
+const QUORUM: usize = 2;
+/// How long a master may stay silent before a Sentinel calls it down.
+const DOWN_AFTER: Duration = Duration::from_millis(1000);
+/// How long a failover may take, and how long the Sentinels may take to
+/// find each other and the replicas.
+const SETTLE_WITHIN: Duration = Duration::from_secs(30);
+/// How often the Sentinels' state is asked while they settle.
+const POLL: Duration = Duration::from_millis(50);
+
+/// The Sentinels of a run, their watchers, and the replication links.
+/// Keep it for as long as the run.
+pub(crate) struct SentinelTopology {
+    /// Declared (so dropped) before the Sentinels: they stop reporting first.
+    watchers: Vec<SentinelWatcher>,
+    sentinels: Vec<Node>,
+    switches: watch::Receiver<Option<String>>,
+    links: Vec<ReplicationLink>,
+}
+
+impl SentinelTopology {
+    /// The URL clients use: the master, as the Sentinels name it.
+    pub(crate) fn url(&self) -> String {
+        let addrs: Vec<String> = self
+            .sentinels
+            .iter()
+            .map(|s| s.addr().to_string())
+            .collect();
+        lockcore::sentinel_url(&addrs, SERVICE)
+    }
+
+    /// Holds replication back on every replica's link.
+    pub(crate) fn hold_replication(&self) {
+        for link in &self.links {
+            link.hold();
+        }
+    }
+
+    /// Stops recording what the Sentinels say (before the run's reckoning,
+    /// so that its verdict is the timeline's last word).
+    pub(crate) fn stop_watching(&mut self) {
+        self.watchers.clear();
+    }
+
+    /// Waits until the Sentinels announce a new master (`+switch-master`);
+    /// returns its `host:port`.
+    pub(crate) async fn wait_for_switch(&mut self) -> Result<String> {
+        wait_for_switch(&mut self.switches, SETTLE_WITHIN).await
+    }
+}
+
+impl Run {
+    /// Starts a master (`nodes[0]`), two replicas that follow it through
+    /// replication links (`nodes[1]`, `nodes[2]`, in sync), three Sentinels
+    /// that know the master, both replicas and each other, then the rest of
+    /// [`Run::start`]. The stage's clients find the master through the
+    /// Sentinels.
+    pub(crate) async fn start_with_sentinels(
+        stage: StageEntry,
+        env: ScenarioEnv,
+        stock: i64,
+    ) -> Result<(Self, SentinelTopology)> {
+        if stage.description.nodes != 1 {
+            return Err(HarnessError::Unsupported(format!(
+                "{} needs {} independent masters, not a master with Sentinels",
+                stage.description.name, stage.description.nodes
+            )));
+        }
+        let env = env.for_new_run();
+        // No wait before a full sync: the replicas are all there.
+        let master =
+            Node::start(&env.backend, "master", &["--repl-diskless-sync-delay", "0"]).await?;
+        let mut nodes = vec![master];
+        let mut links = Vec::new();
+        for i in 1..=2 {
+            let link = ReplicationLink::start(&nodes[0]).await?;
+            let replica = Node::start(&env.backend, &format!("replica{i}"), &[]).await?;
+            follow(&replica, &link).await?;
+            wait_in_sync(&replica).await?;
+            nodes.push(replica);
+            links.push(link);
+        }
+        let (master_host, master_port) = nodes[0].host_port();
+        let config = format!(
+            "sentinel monitor {SERVICE} {master_host} {master_port} {QUORUM}\n\
+             sentinel down-after-milliseconds {SERVICE} {}\n\
+             sentinel failover-timeout {SERVICE} {}\n\
+             sentinel parallel-syncs {SERVICE} 2\n",
+            DOWN_AFTER.as_millis(),
+            SETTLE_WITHIN.as_millis(),
+        );
+        let mut sentinels = Vec::new();
+        for i in 1..=3 {
+            sentinels
+                .push(Node::start_sentinel(&env.backend, &format!("sentinel{i}"), &config).await?);
+        }
+        for sentinel in &sentinels {
+            wait_until_settled(sentinel, sentinels.len() - 1, nodes.len() - 1).await?;
+        }
+        let mut run = Self::start_on(stage, env, stock, nodes).await?;
+        let (switch_tx, switches) = watch::channel(None);
+        let mut watchers = Vec::new();
+        for sentinel in &sentinels {
+            watchers.push(
+                SentinelWatcher::start(
+                    &sentinel.url(),
+                    sentinel.label(),
+                    run.timeline(),
+                    switch_tx.clone(),
+                )
+                .await?,
+            );
+        }
+        let topology = SentinelTopology {
+            watchers,
+            sentinels,
+            switches,
+            links,
+        };
+        run.factory.lock_urls = vec![topology.url()];
+        run.narrate(format!(
+            "3 Sentinels watch the master (quorum {QUORUM}, down after {}ms); both replicas are in sync; clients find the master through the Sentinels",
+            DOWN_AFTER.as_millis()
+        ));
+        Ok((run, topology))
+    }
+}
+
+/// Makes `replica` follow the master through `link`, announcing its own
+/// address (the master sees the link's address, not the replica's).
+async fn follow(replica: &Node, link: &ReplicationLink) -> Result<()> {
+    let mut conn = lockcore::connect(&replica.url(), "harness").await?;
+    let (own_host, _) = replica.host_port();
+    redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("replica-announce-ip")
+        .arg(own_host)
+        .query_async::<()>(&mut conn)
+        .await?;
+    redis::cmd("REPLICAOF")
+        .arg(link.addr.ip().to_string())
+        .arg(link.addr.port())
+        .query_async::<()>(&mut conn)
+        .await?;
+    Ok(())
+}
+
+/// Waits until `sentinel` knows `peers` other Sentinels and `replicas`
+/// replicas: only then can it reach a quorum and promote.
+async fn wait_until_settled(sentinel: &Node, peers: usize, replicas: usize) -> Result<()> {
+    let mut conn = lockcore::connect(&sentinel.url(), "harness").await?;
+    let deadline = Instant::now() + SETTLE_WITHIN;
+    loop {
+        let known_peers: Vec<redis::Value> = redis::cmd("SENTINEL")
+            .arg("SENTINELS")
+            .arg(SERVICE)
+            .query_async(&mut conn)
+            .await?;
+        let known_replicas: Vec<redis::Value> = redis::cmd("SENTINEL")
+            .arg("REPLICAS")
+            .arg(SERVICE)
+            .query_async(&mut conn)
+            .await?;
+        if known_peers.len() >= peers && known_replicas.len() >= replicas {
+            return Ok(());
+        }
+        if Instant::now() > deadline {
+            return Err(HarnessError::ServerStart(format!(
+                "{} knew {} Sentinels and {} replicas after {SETTLE_WITHIN:?}, not {peers} and {replicas}",
+                sentinel.label(),
+                known_peers.len(),
+                known_replicas.len()
+            )));
+        }
+        sleep(POLL).await;
+    }
+}
