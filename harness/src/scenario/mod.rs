@@ -21,6 +21,7 @@ mod run;
 mod sentinel_failover;
 mod sentinel_topology;
 mod slow_business;
+mod split_brain;
 
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -135,6 +136,24 @@ pub const SCENARIOS: &[Scenario] = &[
         title: "the master dies before its replicas have the lock; the Sentinels promote one",
         not_applicable: sentinel_failover::not_applicable,
         run: |stage, env| Box::pin(sentinel_failover::run(stage, env)),
+    },
+    Scenario {
+        name: "split-brain",
+        title: "a partition cuts the master off from its replicas and Sentinels, but not from client-A",
+        not_applicable: split_brain::not_applicable,
+        run: |stage, env| Box::pin(split_brain::run(stage, env, split_brain::Mitigation::None)),
+    },
+    Scenario {
+        name: "split-brain-min-replicas",
+        title: "the same partition, with min-replicas-to-write 1 and min-replicas-max-lag 1 on the master",
+        not_applicable: split_brain::not_applicable,
+        run: |stage, env| {
+            Box::pin(split_brain::run(
+                stage,
+                env,
+                split_brain::Mitigation::MinReplicas,
+            ))
+        },
     },
 ];
 

@@ -33,7 +33,7 @@ const MASTER: usize = 0;
 pub(super) use super::failover::not_applicable;
 
 pub(super) async fn run(stage: StageEntry, env: ScenarioEnv) -> Result<Outcome> {
-    let (mut run, mut sentinels) = Run::start_with_sentinels(stage, env, STOCK).await?;
+    let (mut run, mut sentinels) = Run::start_with_sentinels(stage, env, STOCK, &[]).await?;
     let timing = run.env.timing;
     let a = run.client("client-A").await?;
 

@@ -10,9 +10,12 @@
 //! down after [`DOWN_AFTER`] without an answer (several of its pings, on a
 //! loaded machine too), so a failover takes a second or two.
 //!
-//! Each replica follows the master through a [`ReplicationLink`], so a
-//! story can hold replication back, keeping open the window in which the
-//! master has granted a lock its replicas have not seen.
+//! Each replica follows the master through a [`ReplicationLink`], and the
+//! Sentinels watch it through one more, so a story can hold replication
+//! back (keeping open the window in which the master has granted a lock its
+//! replicas have not seen), or cut the master off from all its peers: a
+//! partition. Clients on the master's side of it talk to the master
+//! directly.
 
 use std::time::Duration;
 
@@ -35,6 +38,11 @@ const DOWN_AFTER: Duration = Duration::from_millis(1000);
 /// How long a failover may take, and how long the Sentinels may take to
 /// find each other and the replicas.
 const SETTLE_WITHIN: Duration = Duration::from_secs(30);
+/// The lock's TTL on this topology: the articles' default, far longer than
+/// a failover here (a few seconds) or the demotion after a partition heals
+/// (about fifteen), so that a lock lost is lost to the failover and never
+/// to its expiry.
+const LEASE: Duration = Duration::from_secs(30);
 /// How often the Sentinels' state is asked while they settle.
 const POLL: Duration = Duration::from_millis(50);
 
@@ -45,7 +53,10 @@ pub(crate) struct SentinelTopology {
     watchers: Vec<SentinelWatcher>,
     sentinels: Vec<Node>,
     switches: watch::Receiver<Option<String>>,
+    /// The replicas' links to the master.
     links: Vec<ReplicationLink>,
+    /// The Sentinels' link to the master.
+    sentinel_link: ReplicationLink,
 }
 
 impl SentinelTopology {
@@ -63,6 +74,20 @@ impl SentinelTopology {
     pub(crate) fn hold_replication(&self) {
         for link in &self.links {
             link.hold();
+        }
+    }
+
+    /// Cuts the master off from its replicas and the Sentinels, both ways.
+    pub(crate) fn cut_master_off(&self) {
+        for link in self.links.iter().chain([&self.sentinel_link]) {
+            link.cut();
+        }
+    }
+
+    /// Heals the partition.
+    pub(crate) fn heal(&self) {
+        for link in self.links.iter().chain([&self.sentinel_link]) {
+            link.heal();
         }
     }
 
@@ -84,11 +109,13 @@ impl Run {
     /// replication links (`nodes[1]`, `nodes[2]`, in sync), three Sentinels
     /// that know the master, both replicas and each other, then the rest of
     /// [`Run::start`]. The stage's clients find the master through the
-    /// Sentinels.
+    /// Sentinels. `master_args` go on the master's command line (and the
+    /// replicas', which may become masters).
     pub(crate) async fn start_with_sentinels(
         stage: StageEntry,
         env: ScenarioEnv,
         stock: i64,
+        master_args: &[&str],
     ) -> Result<(Self, SentinelTopology)> {
         if stage.description.nodes != 1 {
             return Err(HarnessError::Unsupported(format!(
@@ -96,21 +123,26 @@ impl Run {
                 stage.description.name, stage.description.nodes
             )));
         }
-        let env = env.for_new_run();
+        let mut env = env.for_new_run();
+        env.timing.ttl = env.timing.ttl.max(LEASE);
         // No wait before a full sync: the replicas are all there.
-        let master =
-            Node::start(&env.backend, "master", &["--repl-diskless-sync-delay", "0"]).await?;
+        let args: Vec<&str> = ["--repl-diskless-sync-delay", "0"]
+            .into_iter()
+            .chain(master_args.iter().copied())
+            .collect();
+        let master = Node::start(&env.backend, "master", &args).await?;
         let mut nodes = vec![master];
         let mut links = Vec::new();
         for i in 1..=2 {
             let link = ReplicationLink::start(&nodes[0]).await?;
-            let replica = Node::start(&env.backend, &format!("replica{i}"), &[]).await?;
+            let replica = Node::start(&env.backend, &format!("replica{i}"), &args).await?;
             follow(&replica, &link).await?;
             wait_in_sync(&replica).await?;
             nodes.push(replica);
             links.push(link);
         }
-        let (master_host, master_port) = nodes[0].host_port();
+        let sentinel_link = ReplicationLink::start(&nodes[0]).await?;
+        let (master_host, master_port) = (sentinel_link.addr.ip(), sentinel_link.addr.port());
         let config = format!(
             "sentinel monitor {SERVICE} {master_host} {master_port} {QUORUM}\n\
              sentinel down-after-milliseconds {SERVICE} {}\n\
@@ -146,7 +178,14 @@ impl Run {
             sentinels,
             switches,
             links,
+            sentinel_link,
         };
+        // The Sentinels name the master by its link's address.
+        let master_label = run.nodes[0].label().to_owned();
+        run.timeline().name_node(
+            &format!("redis://{}", topology.sentinel_link.addr),
+            &master_label,
+        );
         run.factory.lock_urls = vec![topology.url()];
         run.narrate(format!(
             "3 Sentinels watch the master (quorum {QUORUM}, down after {}ms); both replicas are in sync; clients find the master through the Sentinels",
@@ -200,6 +239,40 @@ async fn wait_until_settled(sentinel: &Node, peers: usize, replicas: usize) -> R
                 sentinel.label(),
                 known_peers.len(),
                 known_replicas.len()
+            )));
+        }
+        sleep(POLL).await;
+    }
+}
+
+/// Waits until `node` says `field:value` in `INFO replication` (a demoted
+/// master says `role:slave`, then `master_link_status:up`), within
+/// `within`.
+pub(crate) async fn wait_for_replication_info(
+    node: &Node,
+    field: &str,
+    value: &str,
+    within: Duration,
+) -> Result<()> {
+    let deadline = Instant::now() + within;
+    let wanted = format!("{field}:{value}");
+    loop {
+        // A fresh connection each time: a Sentinel reconfiguring the node
+        // closes its clients' connections.
+        if let Ok(mut conn) = lockcore::connect(&node.url(), "harness").await {
+            let info: String = redis::cmd("INFO")
+                .arg("replication")
+                .query_async(&mut conn)
+                .await
+                .unwrap_or_default();
+            if info.lines().any(|line| line.trim() == wanted) {
+                return Ok(());
+            }
+        }
+        if Instant::now() > deadline {
+            return Err(HarnessError::Unsupported(format!(
+                "{} did not say {wanted} within {within:?}",
+                node.label()
             )));
         }
         sleep(POLL).await;
