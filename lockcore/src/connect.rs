@@ -68,6 +68,7 @@ pub fn sentinel_url(sentinels: &[String], service: &str) -> String {
     format!("{SENTINEL_SCHEME}{}/{service}", sentinels.join(","))
 }
 
+// ANCHOR: resolve
 /// The plain `redis://host:port` of the server `url` names: for a Sentinel
 /// URL, the master the Sentinels name now; any other URL as it is.
 pub async fn resolve(url: &str) -> Result<String, LockError> {
@@ -92,6 +93,7 @@ pub async fn resolve(url: &str) -> Result<String, LockError> {
     let master = sentinel.async_master_for(service, None).await?;
     Ok(format!("redis://{}", master.get_connection_info().addr()))
 }
+// ANCHOR_END: resolve
 
 /// Opens a connection to `url` and names it `name`.
 pub async fn connect(url: &str, name: &str) -> Result<Connection, LockError> {

@@ -135,7 +135,13 @@ pub const SCENARIOS: &[Scenario] = &[
         name: "sentinel-failover",
         title: "the master dies before its replicas have the lock; the Sentinels promote one",
         not_applicable: sentinel_failover::not_applicable,
-        run: |stage, env| Box::pin(sentinel_failover::run(stage, env)),
+        run: |stage, env| {
+            Box::pin(sentinel_failover::run(
+                stage,
+                env,
+                sentinel_failover::Confirm::Nothing,
+            ))
+        },
     },
     Scenario {
         name: "split-brain",
@@ -152,6 +158,30 @@ pub const SCENARIOS: &[Scenario] = &[
                 stage,
                 env,
                 split_brain::Mitigation::MinReplicas,
+            ))
+        },
+    },
+    Scenario {
+        name: "sentinel-failover-wait",
+        title: "the Sentinel failover, with client-A confirming its lock by WAIT 1 (as Redisson does)",
+        not_applicable: sentinel_failover::not_applicable,
+        run: |stage, env| {
+            Box::pin(sentinel_failover::run(
+                stage,
+                env,
+                sentinel_failover::Confirm::Wait,
+            ))
+        },
+    },
+    Scenario {
+        name: "sentinel-failover-wait-other-replica",
+        title: "WAIT 1 is answered by one replica, which dies with the master; the other is promoted",
+        not_applicable: sentinel_failover::not_applicable,
+        run: |stage, env| {
+            Box::pin(sentinel_failover::run(
+                stage,
+                env,
+                sentinel_failover::Confirm::WaitOtherReplicaPromoted,
             ))
         },
     },

@@ -77,6 +77,16 @@ impl SentinelTopology {
         }
     }
 
+    /// Holds replication back on every replica's link but `index`'s
+    /// (`nodes[index]`, 1 or 2).
+    pub(crate) fn hold_replication_except(&self, index: usize) {
+        for (i, link) in self.links.iter().enumerate() {
+            if i + 1 != index {
+                link.hold();
+            }
+        }
+    }
+
     /// Cuts the master off from its replicas and the Sentinels, both ways.
     pub(crate) fn cut_master_off(&self) {
         for link in self.links.iter().chain([&self.sentinel_link]) {
@@ -143,6 +153,7 @@ impl Run {
         }
         let sentinel_link = ReplicationLink::start(&nodes[0]).await?;
         let (master_host, master_port) = (sentinel_link.addr.ip(), sentinel_link.addr.port());
+        // ANCHOR: sentinel_config
         let config = format!(
             "sentinel monitor {SERVICE} {master_host} {master_port} {QUORUM}\n\
              sentinel down-after-milliseconds {SERVICE} {}\n\
@@ -151,6 +162,7 @@ impl Run {
             DOWN_AFTER.as_millis(),
             SETTLE_WITHIN.as_millis(),
         );
+        // ANCHOR_END: sentinel_config
         let mut sentinels = Vec::new();
         for i in 1..=3 {
             sentinels
