@@ -13,6 +13,8 @@
 //!   so every lock lost there is lost to the failover, not to its expiry.
 //!   `min-replicas-to-write` closes the split brain once the cut-off master
 //!   has noticed (about a second after the cut; the story waits for it).
+//!   `WAIT 1` closes the failover when no replica acknowledged, and not
+//!   when the one that did is lost with the master.
 //!
 //! One row per stage, one column per scenario, in `harness::SCENARIOS`
 //! order. A cell is `ok`, `n/a`, or the findings that must fire, separated
@@ -21,7 +23,7 @@
 use harness::observe::{Finding, Verdict};
 
 /// The columns, in order; checked against `harness::SCENARIOS` by a test.
-pub const COLUMNS: [&str; 14] = [
+pub const COLUMNS: [&str; 16] = [
     "contention",
     "killed-holder",
     "crash-before-expire",
@@ -36,20 +38,22 @@ pub const COLUMNS: [&str; 14] = [
     "sentinel-failover",
     "split-brain",
     "split-brain-min-replicas",
+    "sentinel-failover-wait",
+    "sentinel-failover-wait-other-replica",
 ];
 
 #[rustfmt::skip]
-const ROWS: [(&str, [&str; 14]); 9] = [
-    //          contention  killed-holder crash-before  slow-business                      get-del-race      gc-pause                failover                restart-without-pers.   clock-jump              reentrant   network-delay  sentinel-failover  split-brain  split-brain-min-replicas
-    ("stage0", ["OVERSOLD OVERLAP", "ok",         "n/a",        "OVERSOLD OVERLAP",                "n/a",            "OVERSOLD OVERLAP",     "n/a",                  "n/a",                  "n/a",                  "n/a",      "n/a", "n/a", "n/a", "n/a"]),
-    ("stage1", ["ok",       "DEADLOCK",   "DEADLOCK",   "ok",                              "ok",             "ok",                   "OVERSOLD OVERLAP",     "OVERSOLD OVERLAP",     "ok",                   "DEADLOCK", "DEADLOCK", "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "ok"]),
-    ("stage2", ["ok",       "ok",         "DEADLOCK",   "OVERSOLD OVERLAP FOREIGN-DELETE", "FOREIGN-DELETE", "OVERSOLD OVERLAP",     "OVERSOLD OVERLAP",     "OVERSOLD OVERLAP",     "OVERSOLD OVERLAP",     "DEADLOCK", "DEADLOCK", "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "ok"]),
-    ("stage3", ["ok",       "ok",         "ok",         "OVERSOLD OVERLAP FOREIGN-DELETE", "FOREIGN-DELETE", "OVERSOLD OVERLAP",     "OVERSOLD OVERLAP",     "OVERSOLD OVERLAP",     "OVERSOLD OVERLAP",     "DEADLOCK", "ok", "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "ok"]),
-    ("stage4", ["ok",       "ok",         "ok",         "OVERSOLD OVERLAP",                "FOREIGN-DELETE", "OVERSOLD OVERLAP",     "OVERSOLD OVERLAP",     "OVERSOLD OVERLAP",     "OVERSOLD OVERLAP",     "DEADLOCK", "ok", "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "ok"]),
-    ("stage5", ["ok",       "ok",         "ok",         "OVERSOLD OVERLAP",                "ok",             "OVERSOLD OVERLAP",     "OVERSOLD OVERLAP",     "OVERSOLD OVERLAP",     "OVERSOLD OVERLAP",     "DEADLOCK", "ok", "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "ok"]),
-    ("stage6", ["ok",       "ok",         "ok",         "ok",                              "ok",             "OVERSOLD OVERLAP",     "OVERSOLD OVERLAP",     "OVERSOLD OVERLAP",     "OVERSOLD OVERLAP",     "ok",       "ok", "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "ok"]),
-    ("stage7", ["ok",       "ok",         "ok",         "OVERSOLD OVERLAP",                "ok",             "OVERSOLD OVERLAP",     "n/a",                  "OVERSOLD OVERLAP",     "OVERSOLD OVERLAP",     "DEADLOCK", "REFUSED", "n/a", "n/a", "n/a"]),
-    ("stage8", ["ok",       "ok",         "ok",         "OVERLAP",                         "ok",             "OVERLAP",              "OVERSOLD OVERLAP",     "OVERSOLD OVERLAP",     "OVERLAP",              "DEADLOCK", "ok", "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "ok"]),
+const ROWS: [(&str, [&str; 16]); 9] = [
+    //          contention  killed-holder crash-before  slow-business                      get-del-race      gc-pause                failover                restart-without-pers.   clock-jump              reentrant   network-delay  sentinel-failover  split-brain  split-brain-min-replicas  sentinel-failover-wait  sentinel-failover-wait-other-replica
+    ("stage0", ["OVERSOLD OVERLAP", "ok",         "n/a",        "OVERSOLD OVERLAP",                "n/a",            "OVERSOLD OVERLAP",     "n/a",                  "n/a",                  "n/a",                  "n/a",      "n/a", "n/a", "n/a", "n/a", "n/a", "n/a"]),
+    ("stage1", ["ok",       "DEADLOCK",   "DEADLOCK",   "ok",                              "ok",             "ok",                   "OVERSOLD OVERLAP",     "OVERSOLD OVERLAP",     "ok",                   "DEADLOCK", "DEADLOCK", "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "ok", "ok", "OVERSOLD OVERLAP"]),
+    ("stage2", ["ok",       "ok",         "DEADLOCK",   "OVERSOLD OVERLAP FOREIGN-DELETE", "FOREIGN-DELETE", "OVERSOLD OVERLAP",     "OVERSOLD OVERLAP",     "OVERSOLD OVERLAP",     "OVERSOLD OVERLAP",     "DEADLOCK", "DEADLOCK", "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "ok", "ok", "OVERSOLD OVERLAP"]),
+    ("stage3", ["ok",       "ok",         "ok",         "OVERSOLD OVERLAP FOREIGN-DELETE", "FOREIGN-DELETE", "OVERSOLD OVERLAP",     "OVERSOLD OVERLAP",     "OVERSOLD OVERLAP",     "OVERSOLD OVERLAP",     "DEADLOCK", "ok", "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "ok", "ok", "OVERSOLD OVERLAP"]),
+    ("stage4", ["ok",       "ok",         "ok",         "OVERSOLD OVERLAP",                "FOREIGN-DELETE", "OVERSOLD OVERLAP",     "OVERSOLD OVERLAP",     "OVERSOLD OVERLAP",     "OVERSOLD OVERLAP",     "DEADLOCK", "ok", "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "ok", "ok", "OVERSOLD OVERLAP"]),
+    ("stage5", ["ok",       "ok",         "ok",         "OVERSOLD OVERLAP",                "ok",             "OVERSOLD OVERLAP",     "OVERSOLD OVERLAP",     "OVERSOLD OVERLAP",     "OVERSOLD OVERLAP",     "DEADLOCK", "ok", "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "ok", "ok", "OVERSOLD OVERLAP"]),
+    ("stage6", ["ok",       "ok",         "ok",         "ok",                              "ok",             "OVERSOLD OVERLAP",     "OVERSOLD OVERLAP",     "OVERSOLD OVERLAP",     "OVERSOLD OVERLAP",     "ok",       "ok", "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "ok", "ok", "OVERSOLD OVERLAP"]),
+    ("stage7", ["ok",       "ok",         "ok",         "OVERSOLD OVERLAP",                "ok",             "OVERSOLD OVERLAP",     "n/a",                  "OVERSOLD OVERLAP",     "OVERSOLD OVERLAP",     "DEADLOCK", "REFUSED", "n/a", "n/a", "n/a", "n/a", "n/a"]),
+    ("stage8", ["ok",       "ok",         "ok",         "OVERLAP",                         "ok",             "OVERLAP",              "OVERSOLD OVERLAP",     "OVERSOLD OVERLAP",     "OVERLAP",              "DEADLOCK", "ok", "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "ok", "ok", "OVERSOLD OVERLAP"]),
 ];
 
 /// What a cell should show.
