@@ -26,6 +26,10 @@ pub enum HarnessError {
     /// Operating-system trouble (spawning, signals, files).
     #[error("i/o: {0}")]
     Io(#[from] std::io::Error),
+    /// The story cannot be told on these servers (it faults a node of a
+    /// reader's own server, say): the matrix shows `n/a` with the reason.
+    #[error("n/a: {0}")]
+    NotApplicable(&'static str),
     /// A scenario was asked of a stage or topology it cannot run on.
     #[error("{0}")]
     Unsupported(String),

@@ -8,7 +8,7 @@
 //! The data lives on a "database" node that no fault touches, so what a
 //! scenario breaks is the lock, never the data store.
 
-use lockcore::{ClientSetup, Connection, LockError};
+use lockcore::{ClientSetup, Connection, LockConfig, LockError};
 
 use crate::error::Result;
 
@@ -66,6 +66,29 @@ impl std::fmt::Display for Sale {
 pub struct Database {
     conn: Connection,
     client: String,
+    keys: Keys,
+}
+
+/// The workload's keys. They sit beside the lock's: with the lock at
+/// `<prefix>lock:stock` (a run on a reader's own server has a prefix of its
+/// own), the stock is at `<prefix>stock`, and so on.
+#[derive(Debug, Clone)]
+struct Keys {
+    stock: String,
+    orders: String,
+    fence: String,
+}
+
+impl Keys {
+    fn beside(lock_key: &str) -> Self {
+        let default = LockConfig::default().key;
+        let prefix = lock_key.strip_suffix(default.as_str()).unwrap_or("");
+        Self {
+            stock: format!("{prefix}{STOCK_KEY}"),
+            orders: format!("{prefix}{ORDERS_KEY}"),
+            fence: format!("{prefix}{FENCE_KEY}"),
+        }
+    }
 }
 
 impl Database {
@@ -74,6 +97,7 @@ impl Database {
         Ok(Self {
             conn: setup.connect(url).await?,
             client: setup.name.clone(),
+            keys: Keys::beside(&setup.config.key),
         })
     }
 
@@ -81,12 +105,12 @@ impl Database {
     pub async fn reset(&self, stock: i64) -> Result<()> {
         redis::pipe()
             .cmd("SET")
-            .arg(STOCK_KEY)
+            .arg(&self.keys.stock)
             .arg(stock)
             .ignore()
             .cmd("DEL")
-            .arg(ORDERS_KEY)
-            .arg(FENCE_KEY)
+            .arg(&self.keys.orders)
+            .arg(&self.keys.fence)
             .ignore()
             .query_async::<()>(&mut self.conn.clone())
             .await?;
@@ -96,7 +120,7 @@ impl Database {
     /// `GET stock`.
     pub async fn read_stock(&self) -> Result<i64> {
         let stock: Option<i64> = redis::cmd("GET")
-            .arg(STOCK_KEY)
+            .arg(&self.keys.stock)
             .query_async(&mut self.conn.clone())
             .await?;
         Ok(stock.unwrap_or(0))
@@ -113,11 +137,11 @@ impl Database {
             None => {
                 redis::pipe()
                     .cmd("SET")
-                    .arg(STOCK_KEY)
+                    .arg(&self.keys.stock)
                     .arg(read - 1)
                     .ignore()
                     .cmd("RPUSH")
-                    .arg(ORDERS_KEY)
+                    .arg(&self.keys.orders)
                     .arg(&self.client)
                     .ignore()
                     .query_async::<()>(&mut conn)
@@ -126,9 +150,9 @@ impl Database {
             }
             Some(token) => {
                 let accepted: i64 = redis::Script::new(FENCED_SALE)
-                    .key(STOCK_KEY)
-                    .key(ORDERS_KEY)
-                    .key(FENCE_KEY)
+                    .key(&self.keys.stock)
+                    .key(&self.keys.orders)
+                    .key(&self.keys.fence)
                     .arg(read - 1)
                     .arg(&self.client)
                     .arg(token)
@@ -147,7 +171,7 @@ impl Database {
     /// How many orders were recorded.
     pub async fn orders(&self) -> Result<i64> {
         Ok(redis::cmd("LLEN")
-            .arg(ORDERS_KEY)
+            .arg(&self.keys.orders)
             .query_async(&mut self.conn.clone())
             .await?)
     }

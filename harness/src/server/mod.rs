@@ -8,12 +8,14 @@
 //! disconnect.
 
 pub mod docker;
+pub mod external;
 mod redis_process;
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::Arc;
 
 pub use docker::{OWNER_LABEL, RedisContainer, RunNetwork, docker_answers};
+pub use external::{ExternalServer, URL_VAR};
 pub use redis_process::{INSTALL_HINT, RedisProcess, redis_server_installed};
 
 use crate::error::{HarnessError, Result};
@@ -43,6 +45,9 @@ pub enum Backend {
         /// [`Backend::for_new_run`].
         network: Arc<RunNetwork>,
     },
+    /// A reader's own server (`LOCKSTAGES_REDIS_URL`): every node of a run
+    /// is that server, with the run's keys under a prefix of their own.
+    External(ExternalServer),
 }
 
 impl Backend {
@@ -51,6 +56,10 @@ impl Backend {
     /// how to get one when neither can be had. The Docker backend's image is
     /// checked (pulled if absent) here, once.
     pub fn from_env() -> Result<Self> {
+        if let Ok(url) = std::env::var(URL_VAR) {
+            external::check(&url)?;
+            return Ok(Backend::External(ExternalServer::new(&url)?));
+        }
         let image = std::env::var(IMAGE_VAR).unwrap_or_else(|_| DEFAULT_IMAGE.to_owned());
         let docker = |image: String| -> Result<Self> {
             docker::check_image(&image)?;
@@ -99,6 +108,15 @@ impl Backend {
                 image: image.clone(),
                 network: Arc::default(),
             },
+            Backend::External(server) => Backend::External(server.clone()),
+        }
+    }
+
+    /// The reader's own server, when the nodes are not the harness's.
+    pub fn external(&self) -> Option<&ExternalServer> {
+        match self {
+            Backend::External(server) => Some(server),
+            _ => None,
         }
     }
 
@@ -107,6 +125,7 @@ impl Backend {
         match self {
             Backend::Process => "process".to_owned(),
             Backend::Docker { image, .. } => format!("docker {image}"),
+            Backend::External(server) => format!("{URL_VAR} {}", server.addr()),
         }
     }
 }
@@ -116,6 +135,7 @@ enum Server {
     Process(RedisProcess),
     // Boxed: testcontainers' handle is large.
     Container(Box<RedisContainer>),
+    External(ExternalServer),
 }
 
 /// One Redis server in a scenario.
@@ -141,6 +161,11 @@ impl Node {
                 )
                 .await?,
             )),
+            // The harness configures no server it did not start.
+            Backend::External(_) if !extra_args.is_empty() => {
+                return Err(HarnessError::NotApplicable(external::NO_FAULTS));
+            }
+            Backend::External(server) => Server::External(server.clone()),
         };
         Ok(Self {
             label: label.to_owned(),
@@ -165,6 +190,9 @@ impl Node {
                 )
                 .await?,
             )),
+            Backend::External(_) => {
+                return Err(HarnessError::NotApplicable(external::NO_FAULTS));
+            }
         };
         Ok(Self {
             label: label.to_owned(),
@@ -179,7 +207,16 @@ impl Node {
 
     /// Its URL.
     pub fn url(&self) -> String {
-        format!("redis://{}", self.addr())
+        match &self.server {
+            Server::External(e) => e.url().to_owned(),
+            _ => format!("redis://{}", self.addr()),
+        }
+    }
+
+    /// Whether the harness started this node (and may watch, configure and
+    /// fault it), as opposed to a reader's own server.
+    pub fn is_own(&self) -> bool {
+        !matches!(self.server, Server::External(_))
     }
 
     /// Its address: a loopback port, or its own address on the run's
@@ -188,6 +225,7 @@ impl Node {
         match &self.server {
             Server::Process(p) => p.addr(),
             Server::Container(c) => c.addr(),
+            Server::External(e) => e.addr(),
         }
     }
 
@@ -204,6 +242,7 @@ impl Node {
         match &self.server {
             Server::Process(_) => Ok(IpAddr::V4(Ipv4Addr::LOCALHOST)),
             Server::Container(c) => Ok(IpAddr::V4(c.host_seen_from_here().await?)),
+            Server::External(_) => Err(HarnessError::NotApplicable(external::NO_FAULTS)),
         }
     }
 
@@ -216,6 +255,7 @@ impl Node {
                 Ok(())
             }
             Server::Container(c) => c.kill().await,
+            Server::External(_) => Err(no_faults()),
         }
     }
 
@@ -225,6 +265,7 @@ impl Node {
         match &self.server {
             Server::Process(p) => p.pause(),
             Server::Container(c) => c.pause().await,
+            Server::External(_) => Err(no_faults()),
         }
     }
 
@@ -233,6 +274,7 @@ impl Node {
         match &self.server {
             Server::Process(p) => p.resume(),
             Server::Container(c) => c.resume().await,
+            Server::External(_) => Err(no_faults()),
         }
     }
 
@@ -241,6 +283,7 @@ impl Node {
         match &mut self.server {
             Server::Process(p) => p.restart().await,
             Server::Container(c) => c.restart().await,
+            Server::External(_) => Err(no_faults()),
         }
     }
 
@@ -248,8 +291,12 @@ impl Node {
     /// hosts; `None` on the process backend.
     pub fn container(&self) -> Option<&RedisContainer> {
         match &self.server {
-            Server::Process(_) => None,
             Server::Container(c) => Some(c),
+            _ => None,
         }
     }
+}
+
+fn no_faults() -> HarnessError {
+    HarnessError::NotApplicable(external::NO_FAULTS)
 }
