@@ -5,8 +5,8 @@
 //! `kill -9`).
 //!
 //! They need a Docker engine and an image (`LOCKSTAGES_REDIS_IMAGE`, built
-//! here with `docker/build-local-image.sh`); without an engine they say so
-//! and pass, as the process backend's tests cover the rest.
+//! here with `docker/build-local-image.sh`; CI does). Without an engine, or
+//! with no image named and none to pull, they say so and pass.
 
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
@@ -18,14 +18,24 @@ use harness::server::{Backend, DEFAULT_IMAGE, IMAGE_VAR, Node, docker_answers};
 
 const ROLE: &str = "LOCKSTAGES_DOCKER_ORPHAN_TEST_ROLE";
 
-/// The Docker backend, or `None` (and a note) when no engine answers.
+/// The Docker backend, or `None` (and a note) when no engine answers, or
+/// when no image was named and the default one cannot be had (CI names
+/// one it built). An image that was named must work.
 fn docker_backend() -> Option<Backend> {
     if !docker_answers() {
         eprintln!("no Docker engine answers: the Docker backend is not tested here");
         return None;
     }
-    let image = std::env::var(IMAGE_VAR).unwrap_or_else(|_| DEFAULT_IMAGE.to_owned());
-    check_image(&image).unwrap_or_else(|e| panic!("{e}"));
+    let named = std::env::var(IMAGE_VAR).ok();
+    let image = named.clone().unwrap_or_else(|| DEFAULT_IMAGE.to_owned());
+    match check_image(&image) {
+        Ok(()) => {}
+        Err(e) if named.is_none() => {
+            eprintln!("the Docker backend is not tested here: {e}");
+            return None;
+        }
+        Err(e) => panic!("{e}"),
+    }
     Some(Backend::Docker {
         image,
         network: Arc::default(),
@@ -168,7 +178,7 @@ fn signal_group(child: &std::process::Child, signal: &str) {
 
 #[test]
 fn a_panic_while_holding_a_container_leaves_none_behind() {
-    if !docker_answers() {
+    if docker_backend().is_none() {
         return;
     }
     let (mut child, owner) = start_child("panic");
@@ -181,7 +191,7 @@ fn a_panic_while_holding_a_container_leaves_none_behind() {
 
 #[test]
 fn ctrl_c_leaves_no_container_behind() {
-    if !docker_answers() {
+    if docker_backend().is_none() {
         return;
     }
     let (mut child, owner) = start_child("wait");
@@ -192,7 +202,7 @@ fn ctrl_c_leaves_no_container_behind() {
 
 #[test]
 fn kill_9_leaves_no_container_behind() {
-    if !docker_answers() {
+    if docker_backend().is_none() {
         return;
     }
     let (mut child, owner) = start_child("wait");
