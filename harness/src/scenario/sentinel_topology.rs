@@ -33,10 +33,22 @@ use crate::server::Node;
 pub(crate) const SERVICE: &str = "lockmaster";
 /// Sentinels that must agree the master is down before a failover.
 const QUORUM: usize = 2;
-/// How long a master may stay silent before a Sentinel calls it down.
+/// How long a master may stay silent before the first Sentinel calls it
+/// down; each next Sentinel waits [`DOWN_AFTER_STEP`] longer.
 const DOWN_AFTER: Duration = Duration::from_millis(1000);
-/// How long a failover may take, and how long the Sentinels may take to
-/// find each other and the replicas.
+/// Staggered timeouts make it unlikely that all three Sentinels ask for
+/// votes at once and split them one each: a split election is retried
+/// only after twice [`FAILOVER_TIMEOUT`].
+const DOWN_AFTER_STEP: Duration = Duration::from_millis(250);
+/// Sentinel's `failover-timeout`: how long an election or a failover step
+/// may take, and (doubled) how long before a failed one is tried again. It
+/// is also how long a Sentinel tolerates a replica that follows its master
+/// at another address (here, its relay) before "fixing" it, which the
+/// stories never give it: they fault the master within a second.
+const FAILOVER_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a failover may take, a split election and its retry included.
+const SWITCH_WITHIN: Duration = Duration::from_secs(60);
+/// How long the Sentinels may take to find each other and the replicas.
 const SETTLE_WITHIN: Duration = Duration::from_secs(30);
 /// The lock's TTL on this topology: the articles' default, far longer than
 /// a failover here (a few seconds) or the demotion after a partition heals
@@ -110,7 +122,7 @@ impl SentinelTopology {
     /// Waits until the Sentinels announce a new master (`+switch-master`);
     /// returns its `host:port`.
     pub(crate) async fn wait_for_switch(&mut self) -> Result<String> {
-        wait_for_switch(&mut self.switches, SETTLE_WITHIN).await
+        wait_for_switch(&mut self.switches, SWITCH_WITHIN).await
     }
 }
 
@@ -153,20 +165,21 @@ impl Run {
         }
         let sentinel_link = ReplicationLink::start(&nodes[0]).await?;
         let (master_host, master_port) = (sentinel_link.addr.ip(), sentinel_link.addr.port());
-        // ANCHOR: sentinel_config
-        let config = format!(
-            "sentinel monitor {SERVICE} {master_host} {master_port} {QUORUM}\n\
-             sentinel down-after-milliseconds {SERVICE} {}\n\
-             sentinel failover-timeout {SERVICE} {}\n\
-             sentinel parallel-syncs {SERVICE} 2\n",
-            DOWN_AFTER.as_millis(),
-            SETTLE_WITHIN.as_millis(),
-        );
-        // ANCHOR_END: sentinel_config
         let mut sentinels = Vec::new();
         for i in 1..=3 {
-            sentinels
-                .push(Node::start_sentinel(&env.backend, &format!("sentinel{i}"), &config).await?);
+            let down_after = DOWN_AFTER + DOWN_AFTER_STEP * (i - 1);
+            // ANCHOR: sentinel_config
+            let config = format!(
+                "sentinel monitor {SERVICE} {master_host} {master_port} {QUORUM}\n\
+                 sentinel down-after-milliseconds {SERVICE} {}\n\
+                 sentinel failover-timeout {SERVICE} {}\n\
+                 sentinel parallel-syncs {SERVICE} 2\n",
+                down_after.as_millis(),
+                FAILOVER_TIMEOUT.as_millis(),
+            );
+            // ANCHOR_END: sentinel_config
+            let label = format!("sentinel{i}");
+            sentinels.push(Node::start_sentinel(&env.backend, &label, &config).await?);
         }
         for sentinel in &sentinels {
             wait_until_settled(sentinel, sentinels.len() - 1, nodes.len() - 1).await?;
@@ -200,7 +213,7 @@ impl Run {
         );
         run.factory.lock_urls = vec![topology.url()];
         run.narrate(format!(
-            "3 Sentinels watch the master (quorum {QUORUM}, down after {}ms); both replicas are in sync; clients find the master through the Sentinels",
+            "3 Sentinels watch the master (quorum {QUORUM}, down after {}ms or a little more); both replicas are in sync; clients find the master through the Sentinels",
             DOWN_AFTER.as_millis()
         ));
         Ok((run, topology))
