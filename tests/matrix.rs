@@ -19,10 +19,11 @@ fn every_cell_of_the_matrix_is_what_the_expected_matrix_says() {
         )
     });
     let cells = report["cells"].as_array().expect("cells");
+    let scenarios = harness::SCENARIOS.len();
     assert_eq!(
         cells.len(),
-        9 * harness::SCENARIOS.len(),
-        "stage0..stage8 x every scenario"
+        9 * scenarios,
+        "stage0..stage8 x {scenarios} scenarios"
     );
     let differing: Vec<String> = cells
         .iter()

@@ -37,7 +37,7 @@ pub fn pin_self(cpu: usize) -> Result<(), String> {
 /// reports in `INFO server`. A container's pid is its own namespace's, so
 /// the Docker backend is left unpinned, and the caller says so.
 pub async fn pin_server(backend: &Backend, conn: &Connection, cpu: usize) -> Result<(), String> {
-    if *backend != Backend::Process {
+    if !matches!(backend, Backend::Process) {
         return Err(format!(
             "servers run on the {} backend: only redis-server processes are pinned",
             backend.label()

@@ -41,7 +41,14 @@ impl ClientFactory {
 
     /// Connects a client called `name` to other lock nodes than the
     /// scenario's own (after a failover, new clients find the new master).
+    /// A Sentinel URL is asked for the master now, so that every stage
+    /// (stage 6's pub/sub connection too) talks to the same server.
     pub async fn client_at(&self, name: &str, lock_urls: Vec<String>) -> Result<Client> {
+        let mut resolved = Vec::with_capacity(lock_urls.len());
+        for url in &lock_urls {
+            resolved.push(lockcore::resolve(url).await?);
+        }
+        let lock_urls = resolved;
         let plan = FaultPlan::new(name, self.ledger.timeline().clone());
         let faults = FaultPoints::with_hook(plan.clone());
         let setup = ClientSetup {

@@ -11,6 +11,9 @@ pub enum HarnessError {
     /// A server would not start or answer.
     #[error("redis-server did not start: {0}")]
     ServerStart(String),
+    /// The Docker engine refused or failed an operation.
+    #[error("docker: {0}")]
+    Docker(String),
     /// A Redis command from the harness itself failed.
     #[error("redis: {0}")]
     Redis(#[from] redis::RedisError),
@@ -23,6 +26,10 @@ pub enum HarnessError {
     /// Operating-system trouble (spawning, signals, files).
     #[error("i/o: {0}")]
     Io(#[from] std::io::Error),
+    /// The story cannot be told on these servers (it faults a node of a
+    /// reader's own server, say): the matrix shows `n/a` with the reason.
+    #[error("n/a: {0}")]
+    NotApplicable(&'static str),
     /// A scenario was asked of a stage or topology it cannot run on.
     #[error("{0}")]
     Unsupported(String),

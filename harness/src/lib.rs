@@ -3,8 +3,10 @@
 //!
 //! - [`server`]: Redis nodes: `redis-server` processes on loopback ports
 //!   that die with the test (even on panic or `kill -9` of the test), or
-//!   containers (`LOCKSTAGES_BACKEND=docker`) removed by a reaper; with
-//!   kill, pause and restart;
+//!   containers (`LOCKSTAGES_BACKEND=docker`, on testcontainers), each run
+//!   on a Docker network of its own and removed by a reaper; with kill,
+//!   pause and restart (and, for containers, a real network disconnect); or
+//!   a reader's own server (`LOCKSTAGES_REDIS_URL`), never faulted;
 //! - [`fault`]: fault-point hooks (crash, pause until released) and a TCP
 //!   proxy that delays replies or cuts one client off;
 //! - [`holder`]: lock holders in processes of their own, for `kill -9` and
@@ -17,8 +19,8 @@
 //!   turns records into findings; the timeline is also drawn as a Mermaid
 //!   sequence diagram;
 //! - [`scenario`]: the fault stories, runnable against any stage, and the
-//!   topologies they need (master + replica, Redlock's masters behind
-//!   proxies);
+//!   topologies they need (master + replica, master + two replicas + three
+//!   Sentinels that decide the failover, Redlock's masters behind proxies);
 //! - [`control`]: stage 0, the same workload without a lock;
 //! - [`explore`]: random fault schedules against many clients, a recorded
 //!   history, and checkers that judge the history alone (Jepsen-style).

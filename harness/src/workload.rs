@@ -8,7 +8,7 @@
 //! The data lives on a "database" node that no fault touches, so what a
 //! scenario breaks is the lock, never the data store.
 
-use lockcore::{ClientSetup, Connection, LockError};
+use lockcore::{ClientSetup, Connection, LockConfig, LockError};
 
 use crate::error::Result;
 
@@ -119,6 +119,29 @@ pub struct Database {
     conn: Connection,
     client: String,
     fencing: Fencing,
+    keys: Keys,
+}
+
+/// The workload's keys. They sit beside the lock's: with the lock at
+/// `<prefix>lock:stock` (a run on a reader's own server has a prefix of its
+/// own), the stock is at `<prefix>stock`, and so on.
+#[derive(Debug, Clone)]
+struct Keys {
+    stock: String,
+    orders: String,
+    fence: String,
+}
+
+impl Keys {
+    fn beside(lock_key: &str) -> Self {
+        let default = LockConfig::default().key;
+        let prefix = lock_key.strip_suffix(default.as_str()).unwrap_or("");
+        Self {
+            stock: format!("{prefix}{STOCK_KEY}"),
+            orders: format!("{prefix}{ORDERS_KEY}"),
+            fence: format!("{prefix}{FENCE_KEY}"),
+        }
+    }
 }
 
 impl Database {
@@ -128,6 +151,7 @@ impl Database {
             conn: setup.connect(url).await?,
             client: setup.name.clone(),
             fencing: Fencing::default(),
+            keys: Keys::beside(&setup.config.key),
         })
     }
 
@@ -142,12 +166,12 @@ impl Database {
     pub async fn reset(&self, stock: i64) -> Result<()> {
         redis::pipe()
             .cmd("SET")
-            .arg(STOCK_KEY)
+            .arg(&self.keys.stock)
             .arg(stock)
             .ignore()
             .cmd("DEL")
-            .arg(ORDERS_KEY)
-            .arg(FENCE_KEY)
+            .arg(&self.keys.orders)
+            .arg(&self.keys.fence)
             .ignore()
             .query_async::<()>(&mut self.conn.clone())
             .await?;
@@ -161,15 +185,15 @@ impl Database {
         let mut conn = self.conn.clone();
         match (token, self.fencing) {
             (Some(token), Fencing::ReadsAndWrites) => Ok(redis::Script::new(FENCED_READ)
-                .key(STOCK_KEY)
-                .key(FENCE_KEY)
+                .key(&self.keys.stock)
+                .key(&self.keys.fence)
                 .arg(token)
                 .invoke_async(&mut conn)
                 .await
                 .map_err(LockError::from)?),
             (None, _) | (Some(_), Fencing::WriteOnly) => {
                 let stock: Option<i64> = redis::cmd("GET")
-                    .arg(STOCK_KEY)
+                    .arg(&self.keys.stock)
                     .query_async(&mut conn)
                     .await?;
                 Ok(stock.unwrap_or(0))
@@ -188,11 +212,11 @@ impl Database {
             None => {
                 redis::pipe()
                     .cmd("SET")
-                    .arg(STOCK_KEY)
+                    .arg(&self.keys.stock)
                     .arg(read - 1)
                     .ignore()
                     .cmd("RPUSH")
-                    .arg(ORDERS_KEY)
+                    .arg(&self.keys.orders)
                     .arg(&self.client)
                     .ignore()
                     .query_async::<()>(&mut conn)
@@ -201,9 +225,9 @@ impl Database {
             }
             Some(token) => {
                 let accepted: i64 = redis::Script::new(FENCED_SALE)
-                    .key(STOCK_KEY)
-                    .key(ORDERS_KEY)
-                    .key(FENCE_KEY)
+                    .key(&self.keys.stock)
+                    .key(&self.keys.orders)
+                    .key(&self.keys.fence)
                     .arg(read - 1)
                     .arg(&self.client)
                     .arg(token)
@@ -222,7 +246,7 @@ impl Database {
     /// How many orders were recorded.
     pub async fn orders(&self) -> Result<i64> {
         Ok(redis::cmd("LLEN")
-            .arg(ORDERS_KEY)
+            .arg(&self.keys.orders)
             .query_async(&mut self.conn.clone())
             .await?)
     }

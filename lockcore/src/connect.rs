@@ -5,6 +5,13 @@
 //! `MONITOR` shows what the server received but not what it answered; a
 //! connection made with a [`ReplyLog`] reports each answer too, so a
 //! timeline can print `SET lock:stock 9a2e… NX PX 300 -> OK`.
+//!
+//! A URL may also name a master through its Sentinels:
+//! `redis+sentinel://host1:26379,host2:26379/mymaster`. The client asks the
+//! Sentinels which server is the master *now* (redis-rs's Sentinel
+//! support), and connects there, as Redisson and Jedis clients do. A client
+//! made after a failover finds the new master; a connection made before it
+//! stays with the server it was made to.
 
 use std::sync::Arc;
 use std::time::SystemTime;
@@ -55,6 +62,42 @@ impl std::fmt::Debug for Connection {
     }
 }
 
+/// The scheme of a URL that names a master through its Sentinels.
+pub const SENTINEL_SCHEME: &str = "redis+sentinel://";
+
+/// `redis+sentinel://a,b,c/service`: the master called `service`, as the
+/// Sentinels at `sentinels` (each `host:port`) know it.
+pub fn sentinel_url(sentinels: &[String], service: &str) -> String {
+    format!("{SENTINEL_SCHEME}{}/{service}", sentinels.join(","))
+}
+
+// ANCHOR: resolve
+/// The plain `redis://host:port` of the server `url` names: for a Sentinel
+/// URL, the master the Sentinels name now; any other URL as it is.
+pub async fn resolve(url: &str) -> Result<String, LockError> {
+    let Some(rest) = url.strip_prefix(SENTINEL_SCHEME) else {
+        return Ok(url.to_owned());
+    };
+    let invalid = |why: &'static str| {
+        LockError::Redis(redis::RedisError::from((
+            redis::ErrorKind::InvalidClientConfig,
+            why,
+            format!("{url} (expected {SENTINEL_SCHEME}host:port,host:port/master-name)"),
+        )))
+    };
+    let (hosts, service) = rest
+        .split_once('/')
+        .ok_or_else(|| invalid("a Sentinel URL names its master after a /"))?;
+    if hosts.is_empty() || service.is_empty() {
+        return Err(invalid("a Sentinel URL needs Sentinels and a master name"));
+    }
+    let sentinels: Vec<String> = hosts.split(',').map(|h| format!("redis://{h}")).collect();
+    let mut sentinel = redis::sentinel::Sentinel::build(sentinels)?;
+    let master = sentinel.async_master_for(service, None).await?;
+    Ok(format!("redis://{}", master.get_connection_info().addr()))
+}
+// ANCHOR_END: resolve
+
 /// Opens a connection to `url` and names it `name`.
 pub async fn connect(url: &str, name: &str) -> Result<Connection, LockError> {
     connect_with_log(url, name, None).await
@@ -67,6 +110,8 @@ pub async fn connect_with_log(
     name: &str,
     replies: Option<ReplyLog>,
 ) -> Result<Connection, LockError> {
+    let url = resolve(url).await?;
+    let url = url.as_str();
     let client = redis::Client::open(url)?;
     let inner = client.get_multiplexed_async_connection().await?;
     named(inner, url, name, replies).await

@@ -22,7 +22,8 @@ mod fault;
 
 pub use config::LockConfig;
 pub use connect::{
-    Connection, Heard, ReplyLog, SeenReply, connect, connect_subscriber, connect_with_log,
+    Connection, Heard, ReplyLog, SENTINEL_SCHEME, SeenReply, connect, connect_subscriber,
+    connect_with_log, resolve, sentinel_url,
 };
 pub use contract::{
     Acquired, ClientSetup, ConnectFuture, Description, DistributedLock, LostSignal, Release,

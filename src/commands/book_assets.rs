@@ -72,6 +72,15 @@ pub const BOOK_RUNS: &[BookRun] = &[
     run("stage8", "gc-pause", "stage8.md"),
     run("stage8", "restart-without-persistence", "stage8.md"),
     run("stage8", "stale-write-first", "stage8.md"),
+    run("stage5", "sentinel-failover", "sentinel.md"),
+    run("stage5", "split-brain", "sentinel.md"),
+    run("stage5", "split-brain-min-replicas", "sentinel.md"),
+    run("stage5", "sentinel-failover-wait", "sentinel.md"),
+    run(
+        "stage5",
+        "sentinel-failover-wait-other-replica",
+        "sentinel.md",
+    ),
     BookRun {
         fencing: Fencing::WriteOnly,
         ..run("stage8", "stale-write-first", "stage8.md")

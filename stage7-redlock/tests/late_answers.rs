@@ -3,7 +3,6 @@
 //! written our key: that key carries the TTL (it expires if the holder never
 //! releases), and the release deletes it like the others.
 
-use std::net::SocketAddr;
 use std::time::Duration;
 
 use harness::fault::proxy::Proxy;
@@ -39,13 +38,9 @@ async fn late_masters_get_our_key_with_its_ttl_and_the_release_deletes_it() {
     let mut urls: Vec<String> = nodes[..3].iter().map(Node::url).collect();
     let mut proxies = Vec::new();
     for node in &nodes[3..] {
-        let proxy = Proxy::start(
-            SocketAddr::from(([127, 0, 0, 1], node.port())),
-            node.label(),
-            &timeline,
-        )
-        .await
-        .unwrap();
+        let proxy = Proxy::start(node.addr(), node.label(), &timeline)
+            .await
+            .unwrap();
         urls.push(proxy.url());
         proxies.push(proxy);
     }

@@ -33,6 +33,14 @@ async fn a_failover_loses_the_counter_so_the_new_holder_gets_the_same_token_and_
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn when_the_sentinels_fail_over_the_counter_is_lost_too_and_tokens_repeat() {
+    let outcome = run_in_test("sentinel-failover", stage8::STAGE).await;
+    assert_eq!(outcome.fact("b_acquired"), 1);
+    assert_both_were_handed_token_one(&outcome);
+    outcome.assert_fired(&[Finding::Oversold]);
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn a_restart_without_persistence_resets_the_counter_so_tokens_repeat_and_stock_is_oversold() {
     let outcome = run_in_test("restart-without-persistence", stage8::STAGE).await;
     assert_eq!(outcome.fact("contender_acquired"), 1);

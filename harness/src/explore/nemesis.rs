@@ -14,7 +14,6 @@
 //! by luck.
 
 use std::fmt;
-use std::net::SocketAddr;
 use std::time::Duration;
 
 use lockcore::{Description, Point};
@@ -518,9 +517,9 @@ impl<'a> Nemesis<'a> {
         const REPLICA: usize = 1;
         self.run.kill_node(MASTER).await?;
         self.run.promote(REPLICA).await?;
-        let port = self.run.nodes[REPLICA].port();
+        let replica = self.run.nodes[REPLICA].addr();
         if let Some(proxy) = self.proxies.get(MASTER) {
-            proxy.retarget(SocketAddr::from(([127, 0, 0, 1], port)));
+            proxy.retarget(replica);
         }
         self.lock_node = REPLICA;
         self.slots.reconnect_all();

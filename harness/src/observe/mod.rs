@@ -6,6 +6,7 @@ mod judge;
 mod keyspace;
 mod ledger;
 mod monitor;
+mod sentinel;
 mod timeline;
 mod verdict;
 
@@ -14,5 +15,6 @@ pub use judge::{Evidence, judge};
 pub use keyspace::{Change, KeyChange, KeyRecord, NodeKeys};
 pub use ledger::{Ask, Entry, ForeignDelete, Ledger, Overlap, short};
 pub use monitor::NodeWatcher;
+pub use sentinel::{SentinelWatcher, Switches, wait_for_switch};
 pub use timeline::{Event, Repeated, Timeline};
 pub use verdict::{Finding, Verdict};

@@ -36,7 +36,13 @@ const HIDDEN: &[&str] = &[
     "PSYNC",
     "SYNC",
     "COMMAND",
+    // Asked by clients that find the master through Sentinel.
+    "ROLE",
 ];
+
+/// The channel Sentinels announce themselves on, through every server they
+/// watch, every two seconds: plumbing too.
+const SENTINEL_HELLO: &str = "__sentinel__:hello";
 
 const FLUSH_MARKER: &str = "lockstages-timeline-flush";
 const FLUSH_WITHIN: Duration = Duration::from_secs(5);
@@ -156,7 +162,10 @@ impl NodeWatcher {
                     actor
                 };
                 note_expiries(&keys.command(&actor, seen.at));
-                if HIDDEN.contains(&command.as_str()) {
+                if HIDDEN.contains(&command.as_str())
+                    || (command == "PUBLISH"
+                        && seen.args.get(1).is_some_and(|c| c == SENTINEL_HELLO))
+                {
                     continue;
                 }
                 let text = if seen.source == "lua" {

@@ -19,7 +19,10 @@ mod reentrant;
 pub(crate) mod replicated;
 mod restart_without_persistence;
 mod run;
+mod sentinel_failover;
+mod sentinel_topology;
 mod slow_business;
+mod split_brain;
 mod stale_write_first;
 
 use std::collections::BTreeMap;
@@ -144,6 +147,60 @@ pub const SCENARIOS: &[Scenario] = &[
         not_applicable: business_error::not_applicable,
         run: |stage, env| Box::pin(business_error::run(stage, env)),
     },
+    Scenario {
+        name: "sentinel-failover",
+        title: "the master dies before its replicas have the lock; the Sentinels promote one",
+        not_applicable: sentinel_failover::not_applicable,
+        run: |stage, env| {
+            Box::pin(sentinel_failover::run(
+                stage,
+                env,
+                sentinel_failover::Confirm::Nothing,
+            ))
+        },
+    },
+    Scenario {
+        name: "split-brain",
+        title: "a partition cuts the master off from its replicas and Sentinels, but not from client-A",
+        not_applicable: split_brain::not_applicable,
+        run: |stage, env| Box::pin(split_brain::run(stage, env, split_brain::Mitigation::None)),
+    },
+    Scenario {
+        name: "split-brain-min-replicas",
+        title: "the same partition, with min-replicas-to-write 1 and min-replicas-max-lag 1 on the master",
+        not_applicable: split_brain::not_applicable,
+        run: |stage, env| {
+            Box::pin(split_brain::run(
+                stage,
+                env,
+                split_brain::Mitigation::MinReplicas,
+            ))
+        },
+    },
+    Scenario {
+        name: "sentinel-failover-wait",
+        title: "the Sentinel failover, with client-A confirming its lock by WAIT 1 (as Redisson does)",
+        not_applicable: sentinel_failover::not_applicable,
+        run: |stage, env| {
+            Box::pin(sentinel_failover::run(
+                stage,
+                env,
+                sentinel_failover::Confirm::Wait,
+            ))
+        },
+    },
+    Scenario {
+        name: "sentinel-failover-wait-other-replica",
+        title: "WAIT 1 is answered by one replica, which dies with the master; the other is promoted",
+        not_applicable: sentinel_failover::not_applicable,
+        run: |stage, env| {
+            Box::pin(sentinel_failover::run(
+                stage,
+                env,
+                sentinel_failover::Confirm::WaitOtherReplicaPromoted,
+            ))
+        },
+    },
 ];
 
 /// Finds a scenario by name.
@@ -245,6 +302,14 @@ impl Outcome {
 }
 
 impl ScenarioEnv {
+    /// The same environment for a new run: on Docker, a network of its own.
+    pub fn for_new_run(self) -> Self {
+        Self {
+            backend: self.backend.for_new_run(),
+            ..self
+        }
+    }
+
     /// The environment's backend, default timing, holder processes started
     /// by `launcher`.
     pub fn from_env(launcher: Launcher) -> Result<Self> {

@@ -6,7 +6,6 @@
 //! The harness itself (watchers, the checks below) always talks to the
 //! nodes directly; only the stage's clients go through the proxies.
 
-use std::net::SocketAddr;
 use std::time::Duration;
 
 use lockcore::{Acquired, LockError};
@@ -51,17 +50,13 @@ impl Proxies {
     }
 }
 
-fn address(node: &Node) -> SocketAddr {
-    SocketAddr::from(([127, 0, 0, 1], node.port()))
-}
-
 impl Run {
     /// Puts a proxy in front of every lock node. Clients made from now on
     /// (holder processes too) reach the nodes through them.
     pub async fn put_proxies(&mut self) -> Result<Proxies> {
         let mut proxies = Vec::with_capacity(self.nodes.len());
         for node in &self.nodes {
-            let proxy = Proxy::start(address(node), node.label(), self.timeline()).await?;
+            let proxy = Proxy::start(node.addr(), node.label(), self.timeline()).await?;
             // Clients talk to the proxy; their replies belong to the node.
             self.timeline().name_node(&proxy.url(), node.label());
             proxies.push(proxy);
@@ -176,7 +171,7 @@ impl Run {
         self.unwatch(index).await?;
         let node = self.lock_node_mut(index)?;
         node.restart().await?;
-        let (label, addr) = (node.label().to_owned(), address(node));
+        let (label, addr) = (node.label().to_owned(), node.addr());
         if let Some(proxy) = proxies.get(index) {
             proxy.retarget(addr);
         }

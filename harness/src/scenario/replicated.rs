@@ -49,18 +49,19 @@ impl Run {
                 stage.description.name, stage.description.nodes
             )));
         }
+        let env = env.for_new_run();
         // A master waits 5 s by default before a full sync, hoping for more
         // replicas to serve at once; there is only one.
         let master =
             Node::start(&env.backend, "master", &["--repl-diskless-sync-delay", "0"]).await?;
-        let (host, port) = master.host_port();
-        let master_addr: SocketAddr = format!("{host}:{port}")
-            .parse()
-            .map_err(|e| HarnessError::ServerStart(format!("master address: {e}")))?;
-        let link = ReplicationLink::start(master_addr).await?;
-        let link_port = link.port.to_string();
-        let replica =
-            Node::start(&env.backend, "replica", &["--replicaof", &host, &link_port]).await?;
+        let link = ReplicationLink::start(&master).await?;
+        let (link_host, link_port) = (link.addr.ip().to_string(), link.addr.port().to_string());
+        let replica = Node::start(
+            &env.backend,
+            "replica",
+            &["--replicaof", &link_host, &link_port],
+        )
+        .await?;
         wait_in_sync(&replica).await?;
         let run = Self::start_on(stage, env, stock, vec![master, replica]).await?;
         run.narrate("the replica is in sync with the master (master_link_status:up)");
@@ -97,39 +98,68 @@ impl Run {
     }
 }
 
-/// The replication stream's way from master to replica: a relay on a
-/// loopback port that the replica takes for its master. Once held, what the
-/// master sends goes no further; it is lost if the master dies. Stops when
-/// dropped.
+/// The way from a master to one of its peers (a replica; on the Sentinel
+/// topology, the Sentinels too): a relay on a port of the harness's host
+/// that the peer takes for the master. The harness can *hold* what the
+/// master sends (the peer's own bytes still go up, as when replication
+/// merely lags), or *cut* the link both ways (a partition between hosts),
+/// and heal it. Stops when dropped.
 #[derive(Debug)]
 pub(crate) struct ReplicationLink {
-    port: u16,
-    held: watch::Sender<bool>,
+    /// Where the peer finds its "master": the relay.
+    pub(crate) addr: SocketAddr,
+    state: watch::Sender<LinkState>,
     acceptor: JoinHandle<()>,
 }
 
+/// What a [`ReplicationLink`] lets through.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum LinkState {
+    /// Everything, both ways.
+    Open,
+    /// The peer's bytes go up; the master's wait (lost if the master dies).
+    Held,
+    /// Nothing, either way: bytes are dropped, as across a broken network.
+    Cut,
+}
+
 impl ReplicationLink {
-    async fn start(master: SocketAddr) -> Result<Self> {
-        let listener = TcpListener::bind("127.0.0.1:0").await?;
-        let port = listener.local_addr()?.port();
-        let (held, _) = watch::channel(false);
-        let hold = held.clone();
+    /// A relay in front of `master`, listening where the master's peers
+    /// reach the harness's host.
+    pub(crate) async fn start(master: &Node) -> Result<Self> {
+        let listener = TcpListener::bind((master.host_seen_from_here().await?, 0)).await?;
+        let addr = listener.local_addr()?;
+        let master = master.addr();
+        let (state, _) = watch::channel(LinkState::Open);
+        let states = state.clone();
         let acceptor = tokio::spawn(async move {
             let mut relays = Vec::new();
-            while let Ok((replica, _)) = listener.accept().await {
-                relays.push(Relay::spawn(replica, master, hold.subscribe()));
+            while let Ok((peer, _)) = listener.accept().await {
+                relays.push(Relay::spawn(peer, master, states.subscribe()));
             }
         });
         Ok(Self {
-            port,
-            held,
+            addr,
+            state,
             acceptor,
         })
     }
 
-    /// From now on, nothing the master sends reaches the replica.
+    /// From now on, nothing the master sends reaches the peer.
     pub(crate) fn hold(&self) {
-        self.held.send_replace(true);
+        self.state.send_replace(LinkState::Held);
+    }
+
+    /// From now on, nothing passes either way.
+    pub(crate) fn cut(&self) {
+        self.state.send_replace(LinkState::Cut);
+    }
+
+    /// Lets everything through again. A connection that lost bytes while
+    /// cut is closed (its stream can no longer be trusted): the peer
+    /// connects again.
+    pub(crate) fn heal(&self) {
+        self.state.send_replace(LinkState::Open);
     }
 }
 
@@ -140,39 +170,60 @@ impl Drop for ReplicationLink {
     }
 }
 
-/// One connection from the replica, relayed to the master and back.
-/// Aborted when dropped.
+/// One connection from a peer, relayed to the master and back. Aborted
+/// when dropped.
 struct Relay(JoinHandle<()>);
 
 impl Relay {
-    fn spawn(replica: TcpStream, master: SocketAddr, mut held: watch::Receiver<bool>) -> Self {
+    fn spawn(peer: TcpStream, master: SocketAddr, state: watch::Receiver<LinkState>) -> Self {
         Self(tokio::spawn(async move {
             let Ok(master) = TcpStream::connect(master).await else {
-                return; // the master is gone: the replica sees its link drop
+                return; // the master is gone: the peer sees its link drop
             };
-            let (mut master_reads, mut master_writes) = master.into_split();
-            let (mut replica_reads, mut replica_writes) = replica.into_split();
-            // The replica's acknowledgements go up unhindered.
-            let upward = async {
-                let _ = tokio::io::copy(&mut replica_reads, &mut master_writes).await;
-            };
-            let downward = async {
-                let mut buf = vec![0u8; 16 * 1024];
-                while let Ok(n @ 1..) = master_reads.read(&mut buf).await {
-                    // Bytes in hand: pass them on only while the link is
-                    // open. A held link keeps them until the master dies.
-                    if held.wait_for(|held| !held).await.is_err()
-                        || replica_writes.write_all(&buf[..n]).await.is_err()
-                    {
-                        break;
-                    }
-                }
-            };
+            let (master_reads, master_writes) = master.into_split();
+            let (peer_reads, peer_writes) = peer.into_split();
+            // The peer's bytes (a replica's acknowledgements) are held by
+            // nothing but a cut.
+            let upward = pass(peer_reads, master_writes, state.clone(), false);
+            let downward = pass(master_reads, peer_writes, state, true);
             tokio::select! {
                 () = upward => {}
                 () = downward => {}
             }
         }))
+    }
+}
+
+/// Copies `from` to `to` as the link's state allows, until either side
+/// closes or a cut that lost bytes has healed. `holdable`: this is the
+/// master's direction, which a held link keeps waiting.
+async fn pass(
+    mut from: impl AsyncReadExt + Unpin,
+    mut to: impl AsyncWriteExt + Unpin,
+    mut state: watch::Receiver<LinkState>,
+    holdable: bool,
+) {
+    let mut buf = vec![0u8; 16 * 1024];
+    let mut lost = false;
+    while let Ok(n @ 1..) = from.read(&mut buf).await {
+        // Bytes in hand. A held link keeps them until it opens (or the
+        // master dies); a cut one drops them.
+        let Ok(now) = state
+            .wait_for(|s| !(holdable && *s == LinkState::Held))
+            .await
+            .map(|s| *s)
+        else {
+            break;
+        };
+        match now {
+            LinkState::Cut => lost = true,
+            _ if lost => break,
+            _ => {
+                if to.write_all(&buf[..n]).await.is_err() {
+                    break;
+                }
+            }
+        }
     }
 }
 
@@ -184,7 +235,7 @@ impl Drop for Relay {
 
 /// Waits until `replica` reports its link to the master up, which it does
 /// once the first full sync is done.
-async fn wait_in_sync(replica: &Node) -> Result<()> {
+pub(super) async fn wait_in_sync(replica: &Node) -> Result<()> {
     let mut conn = lockcore::connect(&replica.url(), "harness").await?;
     let deadline = Instant::now() + SYNC_WITHIN;
     loop {

@@ -10,7 +10,7 @@ use crate::client::{Client, ClientFactory};
 use crate::error::{HarnessError, Result};
 use crate::holder::HolderProcess;
 use crate::observe::{Evidence, Ledger, NodeWatcher, Timeline, judge};
-use crate::server::Node;
+use crate::server::{Node, external};
 use crate::workload::Database;
 
 /// One scenario run in progress.
@@ -34,13 +34,63 @@ pub struct Run {
     harness_db: Database,
     /// `watchers[i]` watches `nodes[i]`; the last one, the database.
     watchers: Vec<Option<NodeWatcher>>,
+    /// On a reader's own server: deletes the run's keys when the run ends.
+    _cleanup: Option<KeyCleanup>,
+}
+
+/// Deletes every key under `prefix` on the server at `url` when dropped,
+/// however the run ends.
+struct KeyCleanup {
+    url: String,
+    prefix: String,
+}
+
+impl Drop for KeyCleanup {
+    fn drop(&mut self) {
+        let (url, pattern) = (self.url.clone(), format!("{}*", self.prefix));
+        // Its own thread and runtime: a destructor cannot await.
+        let _ = std::thread::spawn(move || -> Result<()> {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()?;
+            runtime.block_on(async move {
+                let mut conn = lockcore::connect(&url, "harness-cleanup").await?;
+                let keys: Vec<String> = {
+                    let mut iter: redis::AsyncIter<String> = redis::cmd("SCAN")
+                        .cursor_arg(0)
+                        .arg("MATCH")
+                        .arg(&pattern)
+                        .clone()
+                        .iter_async(&mut conn)
+                        .await?;
+                    let mut keys = Vec::new();
+                    while let Some(key) = futures_util::StreamExt::next(&mut iter).await {
+                        keys.push(key?);
+                    }
+                    keys
+                };
+                if !keys.is_empty() {
+                    redis::cmd("DEL")
+                        .arg(&keys)
+                        .query_async::<()>(&mut conn)
+                        .await?;
+                }
+                Ok(())
+            })
+        })
+        .join();
+    }
 }
 
 impl Run {
     /// Starts the database node and as many lock nodes as the stage needs,
     /// watched into a fresh timeline, with `stock` items for sale.
     pub async fn start(stage: StageEntry, env: ScenarioEnv, stock: i64) -> Result<Self> {
+        let env = env.for_new_run();
         let count = stage.description.nodes;
+        if count > 1 && env.backend.external().is_some() {
+            return Err(HarnessError::NotApplicable(external::ONE_SERVER));
+        }
         let mut nodes = Vec::with_capacity(count);
         for i in 1..=count {
             let label = if count == 1 {
@@ -66,19 +116,35 @@ impl Run {
         let db = Node::start(&env.backend, "db", &[]).await?;
         let mut watchers = Vec::new();
         for node in nodes.iter().chain([&db]) {
-            let watcher = NodeWatcher::start(&node.url(), node.label(), &timeline).await?;
-            watchers.push(Some(watcher));
+            // A reader's own server is not watched: MONITOR would need its
+            // configuration changed (expiry events), and sees its traffic.
+            let watcher = if node.is_own() {
+                Some(NodeWatcher::start(&node.url(), node.label(), &timeline).await?)
+            } else {
+                None
+            };
+            watchers.push(watcher);
         }
+        let mut config = LockConfig {
+            watchdog_timeout: env.timing.ttl,
+            ..LockConfig::with_ttl(env.timing.ttl)
+        };
+        // On a reader's own server every key of the run has a prefix of its
+        // own, and the run deletes them at its end.
+        let cleanup = env.backend.external().map(|server| {
+            let prefix = external::run_prefix();
+            config.key = format!("{prefix}{}", config.key);
+            KeyCleanup {
+                url: server.url().to_owned(),
+                prefix,
+            }
+        });
         let harness_db = Database::connect(
-            &ClientSetup::new(vec![], "harness", LockConfig::default()),
+            &ClientSetup::new(vec![], "harness", config.clone()),
             &db.url(),
         )
         .await?;
         harness_db.reset(stock).await?;
-        let config = LockConfig {
-            watchdog_timeout: env.timing.ttl,
-            ..LockConfig::with_ttl(env.timing.ttl)
-        };
         let factory = ClientFactory {
             stage,
             lock_urls: nodes
@@ -111,6 +177,7 @@ impl Run {
             holder_valid_until: None,
             harness_db,
             watchers,
+            _cleanup: cleanup,
         })
     }
 

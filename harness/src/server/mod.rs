@@ -1,14 +1,21 @@
 //! Redis nodes for scenarios: where they run and how they are faulted.
 //!
 //! A [`Node`] is one Redis server with a label (`lock`, `db`, `replica`,
-//! `node3`). The default backend runs `redis-server` processes on loopback;
-//! the Docker backend runs each node in a container. Either way node faults
-//! are real: signals to processes, or the engine's kill and pause.
+//! `node3`, `sentinel1`). The default backend runs `redis-server` processes
+//! on loopback; the Docker backend runs each node in a container of its
+//! own, at its own address on its run's network. Either way node faults are
+//! real: signals to processes, or the engine's kill, pause and network
+//! disconnect.
 
-mod redis_container;
+pub mod docker;
+pub mod external;
 mod redis_process;
 
-pub use redis_container::{OWNER_LABEL, RedisContainer, docker_answers};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::sync::Arc;
+
+pub use docker::{OWNER_LABEL, RedisContainer, RunNetwork, docker_answers};
+pub use external::{ExternalServer, URL_VAR};
 pub use redis_process::{INSTALL_HINT, RedisProcess, redis_server_installed};
 
 use crate::error::{HarnessError, Result};
@@ -20,31 +27,54 @@ pub const IMAGE_VAR: &str = "LOCKSTAGES_REDIS_IMAGE";
 /// The image used when [`IMAGE_VAR`] is not set.
 pub const DEFAULT_IMAGE: &str = "redis:7-alpine";
 
+/// The port a Redis server listens on in its container.
+const CONTAINER_REDIS_PORT: u16 = 6379;
+/// The port a Sentinel listens on in its container.
+const CONTAINER_SENTINEL_PORT: u16 = 26379;
+
 /// Where nodes run.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub enum Backend {
     /// `redis-server` processes on loopback ports (the default).
     Process,
-    /// One container per node, of this image.
+    /// One container per node, of `image`, on `network`.
     Docker {
         /// The image, `redis:7-alpine` unless `LOCKSTAGES_REDIS_IMAGE` says.
         image: String,
+        /// The network the nodes started with this backend share; see
+        /// [`Backend::for_new_run`].
+        network: Arc<RunNetwork>,
     },
+    /// A reader's own server (`LOCKSTAGES_REDIS_URL`): every node of a run
+    /// is that server, with the run's keys under a prefix of their own.
+    External(ExternalServer),
 }
 
 impl Backend {
     /// The backend chosen by `LOCKSTAGES_BACKEND`, or else `redis-server`
     /// when installed, or else Docker when it answers; a clear error saying
-    /// how to get one when neither can be had.
+    /// how to get one when neither can be had. The Docker backend's image is
+    /// checked (pulled if absent) here, once.
     pub fn from_env() -> Result<Self> {
+        if let Ok(url) = std::env::var(URL_VAR) {
+            external::check(&url)?;
+            return Ok(Backend::External(ExternalServer::new(&url)?));
+        }
         let image = std::env::var(IMAGE_VAR).unwrap_or_else(|_| DEFAULT_IMAGE.to_owned());
+        let docker = |image: String| -> Result<Self> {
+            docker::check_image(&image)?;
+            Ok(Backend::Docker {
+                image,
+                network: Arc::default(),
+            })
+        };
         match std::env::var(BACKEND_VAR).as_deref() {
             Ok("docker") => {
                 if docker_answers() {
-                    Ok(Backend::Docker { image })
+                    docker(image)
                 } else {
                     Err(HarnessError::NoRedis(format!(
-                        "{BACKEND_VAR}=docker, but no Docker engine answers (`docker info` failed)"
+                        "{BACKEND_VAR}=docker, but no Docker engine answers"
                     )))
                 }
             }
@@ -52,10 +82,12 @@ impl Backend {
                 if redis_server_installed() {
                     Ok(Backend::Process)
                 } else if std::env::var(BACKEND_VAR).is_err() && docker_answers() {
-                    Ok(Backend::Docker { image })
+                    docker(image).map_err(|e| {
+                        HarnessError::NoRedis(format!("{INSTALL_HINT}\n(Docker answers, but: {e})"))
+                    })
                 } else if std::env::var(BACKEND_VAR).is_err() {
                     Err(HarnessError::NoRedis(format!(
-                        "{INSTALL_HINT}\n(no Docker engine answers here either: `docker info` failed)"
+                        "{INSTALL_HINT}\n(no Docker engine answers here either)"
                     )))
                 } else {
                     Err(HarnessError::NoRedis(INSTALL_HINT.to_owned()))
@@ -67,11 +99,33 @@ impl Backend {
         }
     }
 
+    /// The same backend for a new run: on Docker, a network of its own, so
+    /// the run's nodes are hosts among themselves.
+    pub fn for_new_run(&self) -> Self {
+        match self {
+            Backend::Process => Backend::Process,
+            Backend::Docker { image, .. } => Backend::Docker {
+                image: image.clone(),
+                network: Arc::default(),
+            },
+            Backend::External(server) => Backend::External(server.clone()),
+        }
+    }
+
+    /// The reader's own server, when the nodes are not the harness's.
+    pub fn external(&self) -> Option<&ExternalServer> {
+        match self {
+            Backend::External(server) => Some(server),
+            _ => None,
+        }
+    }
+
     /// `process` or `docker (image)`, for timelines and reports.
     pub fn label(&self) -> String {
         match self {
             Backend::Process => "process".to_owned(),
-            Backend::Docker { image } => format!("docker {image}"),
+            Backend::Docker { image, .. } => format!("docker {image}"),
+            Backend::External(server) => format!("{URL_VAR} {}", server.addr()),
         }
     }
 }
@@ -79,7 +133,9 @@ impl Backend {
 #[derive(Debug)]
 enum Server {
     Process(RedisProcess),
-    Container(RedisContainer),
+    // Boxed: testcontainers' handle is large.
+    Container(Box<RedisContainer>),
+    External(ExternalServer),
 }
 
 /// One Redis server in a scenario.
@@ -94,8 +150,48 @@ impl Node {
     pub async fn start(backend: &Backend, label: &str, extra_args: &[&str]) -> Result<Self> {
         let server = match backend {
             Backend::Process => Server::Process(RedisProcess::start(extra_args).await?),
-            Backend::Docker { image } => {
-                Server::Container(RedisContainer::start(image, extra_args).await?)
+            Backend::Docker { image, network } => Server::Container(Box::new(
+                RedisContainer::start(
+                    image,
+                    network.clone(),
+                    &[],
+                    extra_args,
+                    &[],
+                    CONTAINER_REDIS_PORT,
+                )
+                .await?,
+            )),
+            // The harness configures no server it did not start.
+            Backend::External(_) if !extra_args.is_empty() => {
+                return Err(HarnessError::NotApplicable(external::NO_FAULTS));
+            }
+            Backend::External(server) => Server::External(server.clone()),
+        };
+        Ok(Self {
+            label: label.to_owned(),
+            server,
+        })
+    }
+
+    /// Starts a Sentinel on `backend` whose configuration file says
+    /// `config`.
+    pub async fn start_sentinel(backend: &Backend, label: &str, config: &str) -> Result<Self> {
+        const FILE: &str = "/data/sentinel.conf";
+        let server = match backend {
+            Backend::Process => Server::Process(RedisProcess::start_sentinel(config).await?),
+            Backend::Docker { image, network } => Server::Container(Box::new(
+                RedisContainer::start(
+                    image,
+                    network.clone(),
+                    &[FILE, "--sentinel"],
+                    &["--port", &CONTAINER_SENTINEL_PORT.to_string()],
+                    &[(FILE, config.as_bytes().to_vec())],
+                    CONTAINER_SENTINEL_PORT,
+                )
+                .await?,
+            )),
+            Backend::External(_) => {
+                return Err(HarnessError::NotApplicable(external::NO_FAULTS));
             }
         };
         Ok(Self {
@@ -111,38 +207,65 @@ impl Node {
 
     /// Its URL.
     pub fn url(&self) -> String {
-        format!("redis://127.0.0.1:{}", self.port())
-    }
-
-    /// Its loopback port.
-    pub fn port(&self) -> u16 {
         match &self.server {
-            Server::Process(p) => p.port(),
-            Server::Container(c) => c.port(),
+            Server::External(e) => e.url().to_owned(),
+            _ => format!("redis://{}", self.addr()),
         }
     }
 
-    /// Host and port, as `REPLICAOF` wants them.
-    pub fn host_port(&self) -> (String, u16) {
-        ("127.0.0.1".to_owned(), self.port())
+    /// Whether the harness started this node (and may watch, configure and
+    /// fault it), as opposed to a reader's own server.
+    pub fn is_own(&self) -> bool {
+        !matches!(self.server, Server::External(_))
     }
 
-    /// Kills the node (`kill -9`, `docker kill`): its memory is lost.
+    /// Its address: a loopback port, or its own address on the run's
+    /// network.
+    pub fn addr(&self) -> SocketAddr {
+        match &self.server {
+            Server::Process(p) => p.addr(),
+            Server::Container(c) => c.addr(),
+            Server::External(e) => e.addr(),
+        }
+    }
+
+    /// Host and port, as `REPLICAOF` and `SENTINEL MONITOR` want them.
+    pub fn host_port(&self) -> (String, u16) {
+        let addr = self.addr();
+        (addr.ip().to_string(), addr.port())
+    }
+
+    /// Where this node reaches the harness's own host, for a relay the
+    /// harness runs between nodes: loopback for a process, the network's
+    /// gateway for a container.
+    pub async fn host_seen_from_here(&self) -> Result<IpAddr> {
+        match &self.server {
+            Server::Process(_) => Ok(IpAddr::V4(Ipv4Addr::LOCALHOST)),
+            Server::Container(c) => Ok(IpAddr::V4(c.host_seen_from_here().await?)),
+            Server::External(_) => Err(HarnessError::NotApplicable(external::NO_FAULTS)),
+        }
+    }
+
+    /// Kills the node (`kill -9`, SIGKILL to the container): its memory is
+    /// lost.
     pub async fn kill(&mut self) -> Result<()> {
         match &mut self.server {
             Server::Process(p) => {
                 p.kill();
                 Ok(())
             }
-            Server::Container(c) => c.kill(),
+            Server::Container(c) => c.kill().await,
+            Server::External(_) => Err(no_faults()),
         }
     }
 
-    /// Freezes the node (SIGSTOP, `docker pause`): it answers nothing until resumed.
+    /// Freezes the node (SIGSTOP, the container's cgroup freezer): it
+    /// answers nothing until resumed.
     pub async fn pause(&mut self) -> Result<()> {
         match &self.server {
             Server::Process(p) => p.pause(),
-            Server::Container(c) => c.pause(),
+            Server::Container(c) => c.pause().await,
+            Server::External(_) => Err(no_faults()),
         }
     }
 
@@ -150,7 +273,8 @@ impl Node {
     pub async fn resume(&mut self) -> Result<()> {
         match &self.server {
             Server::Process(p) => p.resume(),
-            Server::Container(c) => c.resume(),
+            Server::Container(c) => c.resume().await,
+            Server::External(_) => Err(no_faults()),
         }
     }
 
@@ -159,6 +283,20 @@ impl Node {
         match &mut self.server {
             Server::Process(p) => p.restart().await,
             Server::Container(c) => c.restart().await,
+            Server::External(_) => Err(no_faults()),
         }
     }
+
+    /// The Docker container behind this node, for network faults between
+    /// hosts; `None` on the process backend.
+    pub fn container(&self) -> Option<&RedisContainer> {
+        match &self.server {
+            Server::Container(c) => Some(c),
+            _ => None,
+        }
+    }
+}
+
+fn no_faults() -> HarnessError {
+    HarnessError::NotApplicable(external::NO_FAULTS)
 }

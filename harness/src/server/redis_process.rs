@@ -1,6 +1,6 @@
 //! A real `redis-server` process on a free loopback port.
 
-use std::net::TcpListener;
+use std::net::{SocketAddr, TcpListener};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
@@ -35,6 +35,9 @@ pub struct RedisProcess {
     child: Option<Child>,
     port: u16,
     dir: PathBuf,
+    /// A configuration file's contents, written to `dir` and named first on
+    /// the command line (a sentinel needs one it can rewrite).
+    config: Option<String>,
     extra_args: Vec<String>,
 }
 
@@ -46,12 +49,23 @@ impl RedisProcess {
     /// command line (`--replicaof 127.0.0.1 6379`, say), and waits until it
     /// answers PING.
     pub async fn start(extra_args: &[&str]) -> Result<Self> {
+        Self::start_configured(None, extra_args).await
+    }
+
+    /// Starts a Sentinel (`redis-server sentinel.conf --sentinel`) whose
+    /// configuration file says `config`, and waits until it answers PING.
+    pub async fn start_sentinel(config: &str) -> Result<Self> {
+        Self::start_configured(Some(config.to_owned()), &["--sentinel"]).await
+    }
+
+    async fn start_configured(config: Option<String>, extra_args: &[&str]) -> Result<Self> {
         for _ in 0..PORT_ATTEMPTS {
             let port = free_port()?;
             let mut server = Self {
                 child: None,
                 port,
                 dir: std::env::temp_dir().join(format!("lockstages-{}-{port}", std::process::id())),
+                config: config.clone(),
                 extra_args: extra_args.iter().map(|s| (*s).to_owned()).collect(),
             };
             match server.launch().await {
@@ -70,6 +84,11 @@ impl RedisProcess {
         let log = self.dir.join("redis.log");
         let _ = std::fs::remove_file(&log);
         let mut command = Command::new("redis-server");
+        if let Some(config) = &self.config {
+            let file = self.dir.join("sentinel.conf");
+            std::fs::write(&file, config).map_err(|e| Launch::Failed(e.into()))?;
+            command.arg(file);
+        }
         command
             .args(["--port", &self.port.to_string(), "--bind", "127.0.0.1"])
             // No persistence: a restart comes back empty, as the Redlock
@@ -94,7 +113,7 @@ impl RedisProcess {
 
         let deadline = Instant::now() + READY_WITHIN;
         loop {
-            if ping(self.port).await {
+            if ping(self.addr()).await {
                 return Ok(());
             }
             if let Some(status) = self
@@ -129,9 +148,14 @@ impl RedisProcess {
         self.port
     }
 
+    /// `127.0.0.1:<port>`.
+    pub fn addr(&self) -> SocketAddr {
+        SocketAddr::from(([127, 0, 0, 1], self.port))
+    }
+
     /// `redis://127.0.0.1:<port>`.
     pub fn url(&self) -> String {
-        format!("redis://127.0.0.1:{}", self.port)
+        format!("redis://{}", self.addr())
     }
 
     /// The process id, while it runs.
@@ -201,8 +225,11 @@ fn free_port() -> Result<u16> {
     Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
 }
 
-pub(super) async fn ping(port: u16) -> bool {
-    let Ok(mut stream) = TcpStream::connect(("127.0.0.1", port)).await else {
+/// Whether a server answers PING at `addr` (within half a second).
+pub(super) async fn ping(addr: SocketAddr) -> bool {
+    let Ok(Ok(mut stream)) =
+        tokio::time::timeout(Duration::from_millis(500), TcpStream::connect(addr)).await
+    else {
         return false;
     };
     let mut reply = [0u8; 7];
@@ -213,7 +240,7 @@ pub(super) async fn ping(port: u16) -> bool {
         && &reply == b"+PONG\r\n"
 }
 
-fn tail(text: &str, lines: usize) -> String {
+pub(super) fn tail(text: &str, lines: usize) -> String {
     let all: Vec<&str> = text.lines().collect();
     all[all.len().saturating_sub(lines)..].join("\n")
 }

@@ -1,0 +1,220 @@
+//! Sentinel failover: the advice "one Redis plus Sentinel is enough", put
+//! to the test. The master dies after granting the lock and before its
+//! replicas have it; the Sentinels, not the harness, agree that it is down
+//! and promote a replica; a second client asks the Sentinels for the
+//! master and takes the lock. One item is for sale.
+//!
+//! 1. A master, two replicas in sync, three Sentinels (see
+//!    `sentinel_topology.rs`). Replication is held back, as it is for a
+//!    moment after every write.
+//! 2. client-A asks the Sentinels for the master, takes the lock there and
+//!    reads the stock (1).
+//! 3. The master is killed with `kill -9`.
+//! 4. The harness waits: the Sentinels call the master down (`+sdown`),
+//!    agree (`+odown`), elect a leader, and promote a replica
+//!    (`+switch-master`).
+//! 5. client-B asks the Sentinels for the master, now the promoted replica,
+//!    which never saw A's lock: B gets it and buys the item.
+//! 6. client-A, still believing it holds the lock, finishes its purchase.
+//!
+//! With [`Confirm::Wait`], client-A confirms its lock as Redisson does:
+//! `WAIT 1 <timeout>` after the lock write, and a lock no replica has
+//! acknowledged is given back at once. Held replication makes `WAIT` answer
+//! 0, so A never enters. With [`Confirm::WaitOtherReplicaPromoted`] only
+//! replica2 is held back: replica1 acknowledges, A enters, and then the
+//! master and replica1 die together (one rack); the Sentinels promote
+//! replica2, which never had the lock. `WAIT` counts acknowledgements; it
+//! does not choose who is promoted.
+//!
+//! `WAIT` covers the writes of the connection that sends it, and the lock's
+//! connection is inside the stage. So A's lock library writes a marker on a
+//! connection of its own after the lock write, then waits for that: a
+//! replica that has the marker has everything written before it, the lock
+//! included.
+//!
+//! Facts: `lock_on_new_master` (1 when the promoted replica had A's lock
+//! key) and `b_acquired`, each 1 or 0; with a confirmation,
+//! `replicas_acknowledged` (what `WAIT` answered).
+
+use std::time::Duration;
+
+use lockcore::StageEntry;
+
+use super::{Outcome, Run, ScenarioEnv};
+use crate::error::{HarnessError, Result};
+
+/// Items for sale: one, so a second order is an oversell.
+const STOCK: i64 = 1;
+/// The master's place among the run's lock nodes.
+const MASTER: usize = 0;
+/// The replica that, with [`Confirm::WaitOtherReplicaPromoted`], receives
+/// the lock, acknowledges it, and dies with the master.
+const ACKNOWLEDGING: usize = 1;
+/// How long `WAIT` waits for an acknowledgement: far longer than a replica
+/// in sync needs (`WAIT` asks the replicas at once; they answer within a
+/// millisecond or so), and below redis-rs's 500 ms reply timeout.
+const WAIT_TIMEOUT: Duration = Duration::from_millis(200);
+
+/// How client-A makes sure of its lock before it enters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Confirm {
+    /// It does not: the lock write's `OK` is enough.
+    Nothing,
+    /// `WAIT 1`, with replication held back on every replica.
+    Wait,
+    /// `WAIT 1`, with one replica acknowledging, which then dies with the
+    /// master.
+    WaitOtherReplicaPromoted,
+}
+
+pub(super) use super::failover::not_applicable;
+
+pub(super) async fn run(stage: StageEntry, env: ScenarioEnv, confirm: Confirm) -> Result<Outcome> {
+    let (mut run, mut sentinels) = Run::start_with_sentinels(stage, env, STOCK, &[]).await?;
+    let timing = run.env.timing;
+    let a = run.client("client-A").await?;
+
+    // 1. Replication is held back.
+    if confirm == Confirm::WaitOtherReplicaPromoted {
+        sentinels.hold_replication_except(ACKNOWLEDGING);
+        run.narrate("replication held back to replica2; replica1 still receives everything");
+    } else {
+        sentinels.hold_replication();
+        run.narrate(
+            "replication held back: from now on nothing the master sends reaches a replica",
+        );
+    }
+
+    // 2. A takes the lock on the master the Sentinels named.
+    let held_a = a
+        .acquire(timing.patience())
+        .await?
+        .ok_or_else(|| HarnessError::Unsupported("client-A could not take a free lock".into()))?;
+    if confirm != Confirm::Nothing {
+        let acknowledged = wait_for_replicas(&run, &sentinels.url(), a.name()).await?;
+        run.facts.insert("replicas_acknowledged", acknowledged);
+        if acknowledged == 0 {
+            run.narrate("no replica acknowledged client-A's lock: client-A gives it back and does not enter");
+            let _ = a.release(&held_a).await?;
+        } else {
+            run.narrate(format!(
+                "{acknowledged} replica(s) acknowledged client-A's lock: client-A enters"
+            ));
+        }
+        if acknowledged == 0 {
+            return finish_without_a(run, sentinels).await;
+        }
+    }
+    let read_a = a.read_stock(&held_a).await?;
+
+    // 3. The master dies with the only copy of A's lock.
+    run.unwatch(MASTER).await?;
+    run.nodes[MASTER].kill().await?;
+    if confirm == Confirm::WaitOtherReplicaPromoted {
+        run.unwatch(ACKNOWLEDGING).await?;
+        run.nodes[ACKNOWLEDGING].kill().await?;
+        run.narrate("master and replica1 KILLED together (one rack): the only replica left never had the lock");
+    } else {
+        run.narrate("master KILLED with kill -9: client-A's lock was never replicated");
+    }
+
+    // 4. The Sentinels decide.
+    run.narrate("the harness waits for the Sentinels to fail over");
+    let new_master = sentinels.wait_for_switch().await?;
+    // Reconfiguring a server, a Sentinel also closes its clients' connections
+    // (CLIENT KILL TYPE normal), the harness's MONITOR among them.
+    for replica in MASTER + 1..run.nodes.len() {
+        if confirm != Confirm::WaitOtherReplicaPromoted || replica != ACKNOWLEDGING {
+            run.watch_again(replica).await?;
+        }
+    }
+    let promoted = run
+        .nodes
+        .iter()
+        .position(|node| node.addr().to_string() == new_master)
+        .ok_or_else(|| {
+            HarnessError::Unsupported(format!(
+                "the Sentinels promoted {new_master}, not a replica of this run"
+            ))
+        })?;
+    let lock_survived = run.lock_key_exists(promoted).await?;
+    run.facts
+        .insert("lock_on_new_master", i64::from(lock_survived));
+    run.narrate(format!(
+        "the Sentinels promoted {}; it {} the lock key",
+        run.nodes[promoted].label(),
+        if lock_survived {
+            "has"
+        } else {
+            "does NOT have"
+        }
+    ));
+
+    // 5. B asks the Sentinels for the master.
+    let b = run.client("client-B").await?;
+    let held_b = b.acquire(timing.patience()).await?;
+    run.facts.insert("b_acquired", i64::from(held_b.is_some()));
+    if let Some(held_b) = &held_b {
+        run.narrate(
+            "TWO HOLDERS: client-A (granted by the dead master) and client-B (by the one the Sentinels promoted)",
+        );
+        b.buy_one(held_b, timing.business).await?;
+    }
+
+    // 6. A never learned that its lock is gone.
+    run.narrate("client-A, still believing it holds the lock, finishes its purchase");
+    a.sell(read_a, &held_a).await?;
+    if let Err(e) = a.release(&held_a).await {
+        run.narrate(format!(
+            "client-A's release cannot reach the dead master: {e}"
+        ));
+    }
+    if let Some(held_b) = held_b {
+        // A refusal is already in the timeline.
+        let _ = b.release(&held_b).await?;
+    }
+    sentinels.stop_watching();
+    run.finish().await
+}
+
+/// What client-A's lock library does after the lock write when it
+/// confirms: a marker written on a connection of its own, then `WAIT 1`
+/// for it. Returns how many replicas acknowledged.
+async fn wait_for_replicas(run: &Run, url: &str, client: &str) -> Result<i64> {
+    let replies = Some(run.timeline().reply_log());
+    let mut conn = lockcore::connect_with_log(url, client, replies).await?;
+    redis::cmd("INCR")
+        .arg("lockstages:confirm")
+        .query_async::<i64>(&mut conn)
+        .await?;
+    Ok(redis::cmd("WAIT")
+        .arg(1)
+        .arg(WAIT_TIMEOUT.as_millis() as u64)
+        .query_async(&mut conn)
+        .await?)
+}
+
+/// The end of the story when client-A gave its lock back: the master dies
+/// anyway, the Sentinels fail over, client-B takes the lock and buys.
+async fn finish_without_a(
+    mut run: Run,
+    mut sentinels: super::sentinel_topology::SentinelTopology,
+) -> Result<Outcome> {
+    let timing = run.env.timing;
+    run.unwatch(MASTER).await?;
+    run.nodes[MASTER].kill().await?;
+    run.narrate("master KILLED with kill -9");
+    sentinels.wait_for_switch().await?;
+    for replica in MASTER + 1..run.nodes.len() {
+        run.watch_again(replica).await?;
+    }
+    let b = run.client("client-B").await?;
+    let held_b = b.acquire(timing.patience()).await?;
+    run.facts.insert("b_acquired", i64::from(held_b.is_some()));
+    if let Some(held_b) = held_b {
+        b.buy_one(&held_b, timing.business).await?;
+        let _ = b.release(&held_b).await?;
+    }
+    sentinels.stop_watching();
+    run.finish().await
+}

@@ -1,0 +1,248 @@
+//! A `redis-server` container on its run's network.
+
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::sync::Arc;
+use std::time::Duration;
+
+use testcontainers::bollard::Docker;
+use testcontainers::bollard::models::{
+    EndpointIpamConfig, EndpointSettings, NetworkConnectRequest, NetworkDisconnectRequest,
+};
+use testcontainers::bollard::query_parameters::KillContainerOptionsBuilder;
+use testcontainers::core::client::docker_client_instance;
+use testcontainers::runners::AsyncRunner as _;
+use testcontainers::{ContainerAsync, GenericImage, ImageExt as _};
+use tokio::time::{Instant, sleep};
+
+use super::{IMAGE_HINT, OWNER_LABEL, RunNetwork, owner, reaper, split_image};
+use crate::error::{HarnessError, Result};
+use crate::server::redis_process::{ping, tail};
+
+/// How long a fresh container may take to answer PING.
+const READY_WITHIN: Duration = Duration::from_secs(20);
+
+/// A `redis-server` container. Removed when dropped (and by the reaper if
+/// this process dies first).
+pub struct RedisContainer {
+    // Declared first, so it is removed before the network is let go.
+    container: ContainerAsync<GenericImage>,
+    docker: Docker,
+    image: String,
+    addr: SocketAddr,
+    network: Arc<RunNetwork>,
+}
+
+impl std::fmt::Debug for RedisContainer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RedisContainer")
+            .field("id", &self.container.id())
+            .field("image", &self.image)
+            .field("addr", &self.addr)
+            .finish()
+    }
+}
+
+impl RedisContainer {
+    /// Starts a container of `image` on `network`, with `args` after the
+    /// server's usual ones, and waits until it answers PING. `args` come
+    /// first when the server needs a configuration file (`/sentinel.conf
+    /// --sentinel`): `files` are copied into the container before it starts.
+    pub async fn start(
+        image: &str,
+        network: Arc<RunNetwork>,
+        leading_args: &[&str],
+        extra_args: &[&str],
+        files: &[(&str, Vec<u8>)],
+        port: u16,
+    ) -> Result<Self> {
+        reaper::ensure()?;
+        let docker = docker_client_instance()
+            .await
+            .map_err(|e| HarnessError::Docker(format!("cannot reach the Docker engine: {e}")))?;
+        let network_name = network.name(&docker).await?.to_owned();
+        let (name, tag) = split_image(image);
+        let args = leading_args
+            .iter()
+            .chain(&[
+                "--protected-mode",
+                "no",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--notify-keyspace-events",
+                "Ex",
+            ])
+            .chain(extra_args)
+            .map(|s| (*s).to_owned())
+            .collect::<Vec<_>>();
+        let mut request = GenericImage::new(name, tag)
+            .with_cmd(args)
+            .with_network(network_name.clone())
+            .with_label(OWNER_LABEL, owner())
+            // Reached at its own address only: nothing is published on
+            // the host's interfaces.
+            .with_host_config_modifier(|host| {
+                host.publish_all_ports = Some(false);
+                host.port_bindings = None;
+            })
+            .with_startup_timeout(READY_WITHIN);
+        for (path, bytes) in files {
+            request = request.with_copy_to(*path, bytes.clone());
+        }
+        let container = request.start().await.map_err(|e| {
+            HarnessError::ServerStart(format!(
+                "container of {image} did not start: {e}\n({IMAGE_HINT})"
+            ))
+        })?;
+        let ip = address_on(&docker, container.id(), &network_name).await?;
+        let server = Self {
+            container,
+            docker,
+            image: image.to_owned(),
+            addr: SocketAddr::new(IpAddr::V4(ip), port),
+            network,
+        };
+        server.wait_ready().await?;
+        Ok(server)
+    }
+
+    /// The node's address on its network.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Where this node reaches the harness's host: the network's gateway.
+    pub async fn host_seen_from_here(&self) -> Result<Ipv4Addr> {
+        self.network.gateway(&self.docker).await
+    }
+
+    /// SIGKILL to the server: it vanishes with its memory. The container
+    /// stays, stopped, so that it can be started again at its address.
+    pub async fn kill(&self) -> Result<()> {
+        let options = KillContainerOptionsBuilder::new().signal("SIGKILL").build();
+        match self
+            .docker
+            .kill_container(self.container.id(), Some(options))
+            .await
+        {
+            Ok(()) => Ok(()),
+            // Killing a stopped container is what we wanted anyway.
+            Err(e) if e.to_string().contains("is not running") => Ok(()),
+            Err(e) => Err(HarnessError::Docker(format!("kill: {e}"))),
+        }
+    }
+
+    /// Freezes every process of the container (the cgroup freezer).
+    pub async fn pause(&self) -> Result<()> {
+        self.container
+            .pause()
+            .await
+            .map_err(|e| HarnessError::Docker(format!("pause: {e}")))
+    }
+
+    /// Thaws a paused container.
+    pub async fn resume(&self) -> Result<()> {
+        self.container
+            .unpause()
+            .await
+            .map_err(|e| HarnessError::Docker(format!("unpause: {e}")))
+    }
+
+    /// Kills the server and starts the same container again: empty (no
+    /// persistence), at the same address.
+    pub async fn restart(&mut self) -> Result<()> {
+        self.kill().await?;
+        self.leave_network().await?;
+        self.join_network().await?;
+        self.container
+            .start()
+            .await
+            .map_err(|e| HarnessError::Docker(format!("start again: {e}")))?;
+        self.wait_ready().await
+    }
+
+    /// Cuts the node off its network, as a host whose link went down: its
+    /// peers and the harness no longer reach it, nor it them.
+    pub async fn leave_network(&self) -> Result<()> {
+        let name = self.network.name(&self.docker).await?;
+        let request = NetworkDisconnectRequest {
+            container: self.container.id().to_owned(),
+            force: Some(true),
+        };
+        self.docker
+            .disconnect_network(name, request)
+            .await
+            .map_err(|e| HarnessError::Docker(format!("disconnect from {name}: {e}")))
+    }
+
+    /// Connects the node to its network again, at the address it had.
+    pub async fn join_network(&self) -> Result<()> {
+        let name = self.network.name(&self.docker).await?;
+        let request = NetworkConnectRequest {
+            container: self.container.id().to_owned(),
+            endpoint_config: Some(EndpointSettings {
+                ipam_config: Some(EndpointIpamConfig {
+                    ipv4_address: Some(self.addr.ip().to_string()),
+                    ..EndpointIpamConfig::default()
+                }),
+                ..EndpointSettings::default()
+            }),
+        };
+        self.docker
+            .connect_network(name, request)
+            .await
+            .map_err(|e| HarnessError::Docker(format!("connect to {name}: {e}")))
+    }
+
+    async fn wait_ready(&self) -> Result<()> {
+        let deadline = Instant::now() + READY_WITHIN;
+        let mut tries = 0u32;
+        while !ping(self.addr).await {
+            tries += 1;
+            // Now and then, see whether the server gave up.
+            if tries.is_multiple_of(20) && !self.container.is_running().await.unwrap_or(false) {
+                return Err(HarnessError::ServerStart(format!(
+                    "the container of {} exited; its log ends with:\n{}",
+                    self.image,
+                    self.log_tail().await
+                )));
+            }
+            if Instant::now() > deadline {
+                return Err(HarnessError::ServerStart(format!(
+                    "container of {} gave no PONG at {} within {READY_WITHIN:?}",
+                    self.image, self.addr
+                )));
+            }
+            sleep(Duration::from_millis(10)).await;
+        }
+        Ok(())
+    }
+
+    async fn log_tail(&self) -> String {
+        let out = self.container.stdout_to_vec().await.unwrap_or_default();
+        let err = self.container.stderr_to_vec().await.unwrap_or_default();
+        tail(
+            &format!(
+                "{}{}",
+                String::from_utf8_lossy(&out),
+                String::from_utf8_lossy(&err)
+            ),
+            10,
+        )
+    }
+}
+
+/// The container's address on `network`.
+async fn address_on(docker: &Docker, id: &str, network: &str) -> Result<Ipv4Addr> {
+    let info = docker
+        .inspect_container(id, None)
+        .await
+        .map_err(|e| HarnessError::Docker(format!("inspect {id}: {e}")))?;
+    info.network_settings
+        .and_then(|settings| settings.networks)
+        .and_then(|mut networks| networks.remove(network))
+        .and_then(|endpoint| endpoint.ip_address)
+        .and_then(|ip| ip.parse().ok())
+        .ok_or_else(|| HarnessError::Docker(format!("container {id} has no address on {network}")))
+}

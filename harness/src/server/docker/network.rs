@@ -1,0 +1,111 @@
+//! A run's own Docker network: the hosts of one scenario.
+//!
+//! The network has a subnet of its own choosing (a free `10.x.y.0/24`), so
+//! that a node can be given back its address after a restart or after it
+//! was cut off: Docker pins an address only on a subnet the user chose.
+
+use std::collections::HashMap;
+use std::net::Ipv4Addr;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use testcontainers::bollard::Docker;
+use testcontainers::bollard::models::{Ipam, IpamConfig, NetworkCreateRequest};
+use tokio::sync::OnceCell;
+
+use super::{OWNER_LABEL, blocking, owner};
+use crate::error::{HarnessError, Result};
+
+/// Subnets tried before giving up (each is taken only if no other network
+/// on this engine overlaps it).
+const SUBNET_ATTEMPTS: usize = 40;
+
+/// One run's network, made when its first node starts and removed when the
+/// last of its nodes is gone (every node holds it).
+#[derive(Debug, Default)]
+pub struct RunNetwork {
+    made: OnceCell<Made>,
+}
+
+#[derive(Debug)]
+struct Made {
+    name: String,
+    gateway: Ipv4Addr,
+}
+
+impl RunNetwork {
+    /// The network's name, making it on first use.
+    pub async fn name(&self, docker: &Docker) -> Result<&str> {
+        Ok(&self.made(docker).await?.name)
+    }
+
+    /// The host's own address on the network: where a node reaches a relay
+    /// the harness runs.
+    pub async fn gateway(&self, docker: &Docker) -> Result<Ipv4Addr> {
+        Ok(self.made(docker).await?.gateway)
+    }
+
+    async fn made(&self, docker: &Docker) -> Result<&Made> {
+        self.made.get_or_try_init(|| create(docker)).await
+    }
+}
+
+impl Drop for RunNetwork {
+    fn drop(&mut self) {
+        if let Some(made) = self.made.take() {
+            // Best effort: the reaper removes it at the latest when this
+            // process ends.
+            let _ = blocking(move |docker| async move {
+                docker
+                    .remove_network(&made.name)
+                    .await
+                    .map_err(|e| HarnessError::Docker(e.to_string()))
+            });
+        }
+    }
+}
+
+async fn create(docker: &Docker) -> Result<Made> {
+    static RUNS: AtomicU32 = AtomicU32::new(0);
+    let name = format!(
+        "lockstages-{}-{}",
+        owner(),
+        RUNS.fetch_add(1, Ordering::Relaxed)
+    );
+    let mut last_error = String::new();
+    for _ in 0..SUBNET_ATTEMPTS {
+        let [_, _, _, _, b, c, ..] = uuid::Uuid::new_v4().into_bytes();
+        let b = 100 + b % 100;
+        let request = NetworkCreateRequest {
+            name: name.clone(),
+            driver: Some("bridge".into()),
+            ipam: Some(Ipam {
+                config: Some(vec![IpamConfig {
+                    subnet: Some(format!("10.{b}.{c}.0/24")),
+                    gateway: Some(format!("10.{b}.{c}.1")),
+                    ..IpamConfig::default()
+                }]),
+                ..Ipam::default()
+            }),
+            labels: Some(HashMap::from([(OWNER_LABEL.to_owned(), owner())])),
+            ..NetworkCreateRequest::default()
+        };
+        match docker.create_network(request).await {
+            Ok(_) => {
+                return Ok(Made {
+                    name,
+                    gateway: Ipv4Addr::new(10, b, c, 1),
+                });
+            }
+            // Another network (another run, another program) has it.
+            Err(e) if e.to_string().contains("overlap") => last_error = e.to_string(),
+            Err(e) => {
+                return Err(HarnessError::Docker(format!(
+                    "cannot create network {name}: {e}"
+                )));
+            }
+        }
+    }
+    Err(HarnessError::Docker(format!(
+        "no free subnet for network {name} after {SUBNET_ATTEMPTS} attempts: {last_error}"
+    )))
+}

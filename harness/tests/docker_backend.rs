@@ -1,0 +1,223 @@
+//! The Docker backend's guarantees, on a real engine: each node at its own
+//! address on its run's network; a restart comes back empty at the same
+//! address; a node cut off its network is unreachable until it rejoins; and
+//! no container outlives the process that made it (panic, Ctrl-C,
+//! `kill -9`).
+//!
+//! They need a Docker engine and an image (`LOCKSTAGES_REDIS_IMAGE`, built
+//! here with `docker/build-local-image.sh`; CI does). Without an engine, or
+//! with no image named and none to pull, they say so and pass.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use harness::server::docker::{check_image, containers_owned_by};
+use harness::server::{Backend, DEFAULT_IMAGE, IMAGE_VAR, Node, docker_answers};
+
+const ROLE: &str = "LOCKSTAGES_DOCKER_ORPHAN_TEST_ROLE";
+
+/// The Docker backend, or `None` (and a note) when no engine answers, or
+/// when no image was named and the default one cannot be had (CI names
+/// one it built). An image that was named must work.
+fn docker_backend() -> Option<Backend> {
+    if !docker_answers() {
+        eprintln!("no Docker engine answers: the Docker backend is not tested here");
+        return None;
+    }
+    let named = std::env::var(IMAGE_VAR).ok();
+    let image = named.clone().unwrap_or_else(|| DEFAULT_IMAGE.to_owned());
+    match check_image(&image) {
+        Ok(()) => {}
+        Err(e) if named.is_none() => {
+            eprintln!("the Docker backend is not tested here: {e}");
+            return None;
+        }
+        Err(e) => panic!("{e}"),
+    }
+    Some(Backend::Docker {
+        image,
+        network: Arc::default(),
+    })
+}
+
+async fn query(node: &Node, command: &[&str]) -> redis::RedisResult<Option<String>> {
+    let mut conn = lockcore::connect(&node.url(), "test")
+        .await
+        .map_err(|e| redis::RedisError::from((redis::ErrorKind::Io, "connect", e.to_string())))?;
+    let mut cmd = redis::cmd(command[0]);
+    for arg in &command[1..] {
+        cmd.arg(*arg);
+    }
+    cmd.query_async(&mut conn).await
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn nodes_of_a_run_are_hosts_with_addresses_of_their_own() {
+    let Some(backend) = docker_backend() else {
+        return;
+    };
+    let a = Node::start(&backend, "a", &[]).await.unwrap();
+    let b = Node::start(&backend, "b", &[]).await.unwrap();
+    assert_ne!(a.addr().ip(), b.addr().ip());
+    assert_eq!(a.addr().port(), b.addr().port(), "both listen on 6379");
+    // b replicates a over the network, at a's own address.
+    let (host, port) = a.host_port();
+    let port = port.to_string();
+    query(&b, &["REPLICAOF", &host, &port]).await.unwrap();
+    query(&a, &["SET", "k", "v"]).await.unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while query(&b, &["GET", "k"]).await.unwrap().as_deref() != Some("v") {
+        assert!(Instant::now() < deadline, "b never received a's write");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_restarted_node_comes_back_empty_at_the_same_address() {
+    let Some(backend) = docker_backend() else {
+        return;
+    };
+    let mut node = Node::start(&backend, "lock", &[]).await.unwrap();
+    let url = node.url();
+    query(&node, &["SET", "k", "v"]).await.unwrap();
+    node.restart().await.unwrap();
+    assert_eq!(node.url(), url);
+    assert_eq!(query(&node, &["GET", "k"]).await.unwrap(), None);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_node_cut_off_its_network_answers_nobody_until_it_rejoins() {
+    let Some(backend) = docker_backend() else {
+        return;
+    };
+    let node = Node::start(&backend, "lock", &[]).await.unwrap();
+    let container = node.container().expect("a Docker node");
+    container.leave_network().await.unwrap();
+    let cut = tokio::time::timeout(Duration::from_secs(2), query(&node, &["PING"])).await;
+    assert!(
+        !matches!(cut, Ok(Ok(_))),
+        "a node off its network answered: {cut:?}"
+    );
+    container.join_network().await.unwrap();
+    assert_eq!(
+        query(&node, &["PING"]).await.unwrap().as_deref(),
+        Some("PONG")
+    );
+}
+
+/// The child's body: start a node, say its owner, then end as told.
+#[tokio::test(flavor = "multi_thread")]
+#[ignore = "the body of the child process the orphan tests start; not a test"]
+async fn child_holding_a_container() {
+    let Ok(role) = std::env::var(ROLE) else {
+        return;
+    };
+    let backend = docker_backend().expect("the parent checked for Docker");
+    let _node = Node::start(&backend, "lock", &[]).await.unwrap();
+    println!("OWNER {}", std::process::id());
+    match role.as_str() {
+        "panic" => panic!("a test panics while holding a container"),
+        _ => std::future::pending::<()>().await, // wait for a signal
+    }
+}
+
+/// Starts the child in a process group of its own (as a terminal would),
+/// waits until its container runs, and returns the child and its pid.
+fn start_child(role: &str) -> (std::process::Child, String) {
+    use std::os::unix::process::CommandExt as _;
+    let mut child = Command::new(std::env::current_exe().unwrap())
+        .args([
+            "child_holding_a_container",
+            "--exact",
+            "--ignored",
+            "--nocapture",
+        ])
+        .env(ROLE, role)
+        .process_group(0)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let owner = BufReader::new(stdout)
+        .lines()
+        .map_while(Result::ok)
+        .find_map(|line| line.strip_prefix("OWNER ").map(str::to_owned))
+        .expect("the child reports that its container runs");
+    assert_eq!(
+        containers_owned_by(&owner).unwrap().len(),
+        1,
+        "the child's container runs"
+    );
+    (child, owner)
+}
+
+/// Waits (bounded) until no container of `owner` is left.
+fn none_left(owner: &str) -> bool {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while Instant::now() < deadline {
+        if containers_owned_by(owner).unwrap().is_empty() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    false
+}
+
+/// Sends `signal` to the child's whole process group, as a terminal's
+/// Ctrl-C does.
+fn signal_group(child: &std::process::Child, signal: &str) {
+    let status = Command::new("kill")
+        .args([&format!("-{signal}"), "--", &format!("-{}", child.id())])
+        .status()
+        .unwrap();
+    assert!(status.success());
+}
+
+#[test]
+fn a_panic_while_holding_a_container_leaves_none_behind() {
+    if docker_backend().is_none() {
+        return;
+    }
+    let (mut child, owner) = start_child("panic");
+    assert!(
+        !child.wait().unwrap().success(),
+        "the child was meant to panic"
+    );
+    assert!(none_left(&owner), "the panicking test left its container");
+}
+
+#[test]
+fn ctrl_c_leaves_no_container_behind() {
+    if docker_backend().is_none() {
+        return;
+    }
+    let (mut child, owner) = start_child("wait");
+    signal_group(&child, "INT");
+    child.wait().unwrap();
+    assert!(none_left(&owner), "Ctrl-C left the container behind");
+}
+
+#[test]
+fn kill_9_leaves_no_container_behind() {
+    if docker_backend().is_none() {
+        return;
+    }
+    let (mut child, owner) = start_child("wait");
+    child.kill().unwrap(); // SIGKILL: no destructor runs in the child
+    child.wait().unwrap();
+    assert!(none_left(&owner), "kill -9 left the container behind");
+}
+
+#[test]
+fn a_missing_image_is_one_clear_error_that_says_how_to_build_one() {
+    if !docker_answers() {
+        return;
+    }
+    let error = check_image("lockstages/no-such-image:never")
+        .unwrap_err()
+        .to_string();
+    assert!(error.contains("docker/build-local-image.sh"), "{error}");
+}
