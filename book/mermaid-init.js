@@ -17,7 +17,14 @@
     }
 
     const theme = lastThemeWasLight ? 'default' : 'dark';
-    mermaid.initialize({ startOnLoad: true, theme });
+    // Diagrams keep their own width (the book's stylesheet lets them
+    // scroll) instead of shrinking until their labels cannot be read.
+    mermaid.initialize({
+        startOnLoad: true,
+        theme,
+        sequence: { useMaxWidth: false },
+        flowchart: { useMaxWidth: false },
+    });
 
     // Simplest way to make mermaid re-render the diagrams in the new theme is via refreshing the page
 

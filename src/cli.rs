@@ -22,6 +22,13 @@ pub enum Command {
         stage: String,
         /// A scenario name, as `lockstages list` shows.
         scenario: String,
+        /// Print the run as a Mermaid sequence diagram instead of the
+        /// timeline (the title and verdict go to stderr).
+        #[arg(long)]
+        diagram: bool,
+        /// Also write a self-contained page (diagram, timeline, verdict).
+        #[arg(long, value_name = "FILE")]
+        html: Option<std::path::PathBuf>,
     },
     /// Runs every scenario against every stage and compares each cell with
     /// the expected matrix. Exits 1, listing the cells, when any differs.
@@ -41,6 +48,30 @@ pub enum Command {
         /// How many cells run at once.
         #[arg(long, default_value_t = crate::matrix::DEFAULT_JOBS)]
         jobs: usize,
+        /// Also write the matrix as pages into this folder: index.html and
+        /// one page per cell with its diagram and timeline.
+        #[arg(long, value_name = "DIR")]
+        html: Option<std::path::PathBuf>,
+    },
+    /// Runs every story the book shows and writes its timelines and
+    /// diagrams into book/src/generated/.
+    BookAssets {
+        /// Write nothing: check that every committed file is what the
+        /// current format makes of its recorded run, and that every chapter
+        /// shows the runs it names.
+        #[arg(long)]
+        check: bool,
+        /// Run nothing: write the timelines and diagrams again from the
+        /// recorded runs, in the current format.
+        #[arg(long, conflicts_with = "check")]
+        render_only: bool,
+        /// Run only this one (repeatable): `stage4-get-del-race`. The other
+        /// runs, and the chapters' sentences about them, stay as they are.
+        #[arg(long, value_name = "STAGE-SCENARIO")]
+        only: Vec<String>,
+        /// The book's source folder.
+        #[arg(long, default_value = "book/src")]
+        book: std::path::PathBuf,
     },
     /// Interview questions, each answered by live runs: predict first, then
     /// watch. Without a number, lists them (and, on a terminal, asks which).

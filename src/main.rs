@@ -17,6 +17,7 @@ mod cli;
 mod commands;
 mod interview;
 mod matrix;
+mod render;
 mod stages;
 
 use std::process::ExitCode;

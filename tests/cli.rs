@@ -85,3 +85,67 @@ fn with_neither_redis_server_nor_docker_the_error_says_how_to_get_one() {
     assert!(error.contains("brew install redis"), "{error}");
     assert!(error.contains("LOCKSTAGES_BACKEND=docker"), "{error}");
 }
+
+#[test]
+fn run_with_diagram_prints_a_sequence_diagram_with_a_lifeline_per_client() {
+    let output = lockstages(&["run", "stage4", "get-del-race", "--diagram"]);
+    let text = stdout(&output);
+    assert!(output.status.success(), "{text}");
+    assert!(text.contains("\nsequenceDiagram\n"), "{text}");
+    for lifeline in ["as client-A", "as client-B", "as [lock]", "as harness"] {
+        assert!(text.contains(lifeline), "no `{lifeline}` in:\n{text}");
+    }
+    assert!(
+        text.starts_with("---\n") && !text.lines().any(|l| l.starts_with("verdict:")),
+        "stdout is the diagram alone:\n{text}"
+    );
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("verdict: FOREIGN-DELETE"), "{stderr}");
+}
+
+#[test]
+fn matrix_html_writes_an_index_and_a_page_per_cell() {
+    let dir = std::env::temp_dir().join(format!("lockstages-html-{}", std::process::id()));
+    let out = dir.join("matrix");
+    let html = dir.join("pages");
+    let output = Command::new(env!("CARGO_BIN_EXE_lockstages"))
+        .args(["matrix", "--stage", "stage4", "--stage", "stage0"])
+        .args(["--scenario", "get-del-race", "--out"])
+        .arg(&out)
+        .arg("--html")
+        .arg(&html)
+        .output()
+        .expect("the CLI runs");
+    let read = |name: &str| std::fs::read_to_string(html.join(name)).unwrap_or_default();
+    let (index, cell, na) = (
+        read("index.html"),
+        read("stage4-get-del-race.html"),
+        read("stage0-get-del-race.html"),
+    );
+    let mermaid_written = html.join("mermaid.min.js").exists();
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(
+        index.contains("href=\"stage4-get-del-race.html\">FOREIGN-DELETE</a>"),
+        "{index}"
+    );
+    assert!(index.contains("<td class=\"failure\">"), "{index}");
+    assert!(cell.contains("sequenceDiagram") && cell.contains("class=\"timeline\""));
+    assert!(na.contains("n/a: no lock"), "{na}");
+    assert!(mermaid_written, "the pages' Mermaid is written beside them");
+}
+
+#[test]
+fn book_assets_with_an_unknown_run_exits_2_naming_the_runs() {
+    let output = lockstages(&["book-assets", "--only", "stage9-nothing"]);
+    assert_eq!(output.status.code(), Some(2));
+    let error = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        error.contains("no run `stage9-nothing`") && error.contains("stage4-get-del-race"),
+        "{error}"
+    );
+}

@@ -6,8 +6,12 @@ use harness::{Scenario, ScenarioEnv};
 use lockcore::StageEntry;
 
 use super::run::launcher;
-use super::{scenario_named, stage_named};
+use super::{scenario_named, stage_named, write_file};
 use crate::matrix::{self, Report};
+use crate::render::{
+    self,
+    html::{MERMAID_FILE, MERMAID_JS},
+};
 use crate::{Failure, stages};
 
 /// Runs the (filtered) matrix, prints it, writes it under `out`.
@@ -17,6 +21,7 @@ pub async fn run(
     json: bool,
     out: &Path,
     jobs: usize,
+    html: Option<&Path>,
 ) -> Result<(), Failure> {
     let stages: Vec<StageEntry> = if stage_filter.is_empty() {
         stages::STAGES.to_vec()
@@ -48,16 +53,18 @@ pub async fn run(
     let cells = matrix::run(&stages, &scenarios, env_for, jobs, json).await;
     let report = Report::new(&cells);
 
-    std::fs::create_dir_all(out)
-        .map_err(|e| Failure::failed(format!("cannot create {}: {e}", out.display())))?;
     let json_text = serde_json::to_string_pretty(&report.json()).unwrap_or_default();
     for (name, text) in [
         ("matrix.md", report.markdown()),
         ("matrix.json", json_text.clone()),
     ] {
-        let path = out.join(name);
-        std::fs::write(&path, text)
-            .map_err(|e| Failure::failed(format!("cannot write {}: {e}", path.display())))?;
+        write_file(&out.join(name), &text)?;
+    }
+    if let Some(dir) = html {
+        write_file(&dir.join(MERMAID_FILE), MERMAID_JS)?;
+        for (name, page) in render::matrix::pages(&cells) {
+            write_file(&dir.join(name), &page)?;
+        }
     }
     if json {
         println!("{json_text}");
@@ -69,6 +76,9 @@ pub async fn run(
             started.elapsed().as_secs_f64(),
             out.display()
         );
+        if let Some(dir) = html {
+            println!("pages: {}", dir.join("index.html").display());
+        }
     }
     if report.mismatches().is_empty() {
         Ok(())

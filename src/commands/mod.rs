@@ -1,5 +1,6 @@
 //! One module per subcommand.
 
+mod book_assets;
 pub mod holder;
 mod interview;
 mod list;
@@ -19,8 +20,17 @@ pub async fn dispatch(command: Command) -> Result<(), Failure> {
             list::print();
             Ok(())
         }
-        Command::Run { stage, scenario } => {
-            run::run(stage_named(&stage)?, scenario_named(&scenario)?).await
+        Command::Run {
+            stage,
+            scenario,
+            diagram,
+            html,
+        } => {
+            let output = run::Output {
+                diagram,
+                html: html.as_deref(),
+            };
+            run::run(stage_named(&stage)?, scenario_named(&scenario)?, output).await
         }
         Command::Matrix {
             stages,
@@ -28,7 +38,20 @@ pub async fn dispatch(command: Command) -> Result<(), Failure> {
             json,
             out,
             jobs,
-        } => matrix::run(&stages, &scenarios, json, &out, jobs).await,
+            html,
+        } => matrix::run(&stages, &scenarios, json, &out, jobs, html.as_deref()).await,
+        Command::BookAssets {
+            check,
+            render_only,
+            only,
+            book,
+        } => {
+            if render_only {
+                book_assets::render_again(&book)
+            } else {
+                book_assets::run_all(&book, check, &only).await
+            }
+        }
         Command::Interview {
             number,
             no_input,
@@ -64,4 +87,14 @@ pub fn scenario_named(name: &str) -> Result<&'static Scenario, Failure> {
             names.join(", ")
         ))
     })
+}
+
+/// Writes `text` to `path`, creating its folder, or a clear error.
+pub fn write_file(path: &std::path::Path, text: &str) -> Result<(), Failure> {
+    if let Some(folder) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(folder)
+            .map_err(|e| Failure::failed(format!("cannot create {}: {e}", folder.display())))?;
+    }
+    std::fs::write(path, text)
+        .map_err(|e| Failure::failed(format!("cannot write {}: {e}", path.display())))
 }

@@ -1,11 +1,15 @@
 //! `lockstages run <stage> <scenario>`: one story, narrated.
 
+use std::path::Path;
+
 use harness::holder::Launcher;
-use harness::observe::Finding;
+use harness::observe::{Finding, sequence_diagram};
 use harness::{Scenario, ScenarioEnv};
 use lockcore::StageEntry;
 
 use crate::Failure;
+use crate::render::html::Mermaid;
+use crate::render::story::{self, Told};
 
 /// How the CLI starts holder processes: itself, with the hidden `holder`
 /// subcommand.
@@ -22,21 +26,72 @@ pub fn launcher(stage: &StageEntry) -> Result<Launcher, Failure> {
     ))
 }
 
-/// Runs `scenario` against `stage` and prints the timeline and the verdict.
-pub async fn run(stage: StageEntry, scenario: &Scenario) -> Result<(), Failure> {
+/// What `run` prints and writes besides its verdict.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Output<'a> {
+    /// The Mermaid diagram on stdout instead of the timeline.
+    pub diagram: bool,
+    /// A page to write.
+    pub html: Option<&'a Path>,
+}
+
+/// Runs `scenario` against `stage` and prints the timeline (or diagram)
+/// and the verdict.
+pub async fn run(
+    stage: StageEntry,
+    scenario: &Scenario,
+    output: Output<'_>,
+) -> Result<(), Failure> {
     let d = stage.description;
-    println!("{} x {}: {}", d.name, scenario.name, scenario.title);
-    println!("{}: {}\n", d.name, d.title);
+    // With --diagram stdout is the diagram alone, so it can be piped.
+    let say = |line: String| {
+        if output.diagram {
+            eprintln!("{line}");
+        } else {
+            println!("{line}");
+        }
+    };
+    say(format!(
+        "{} x {}: {}",
+        d.name, scenario.name, scenario.title
+    ));
+    say(format!("{}: {}\n", d.name, d.title));
     if let Some(reason) = (scenario.not_applicable)(&d) {
-        println!("verdict: n/a ({reason})");
+        write_page(output.html, || {
+            story::page(
+                &d,
+                scenario,
+                Told::NotApplicable(reason),
+                None,
+                Mermaid::Inline,
+            )
+        })?;
+        say(format!("verdict: n/a ({reason})"));
         return Ok(());
     }
     let env = ScenarioEnv::from_env(launcher(&stage)?)?;
     let outcome = (scenario.run)(stage, env).await?;
-    print!("{}", outcome.timeline.render());
-    println!("\nverdict: {}", outcome.verdict);
-    for finding in Finding::ALL.into_iter().filter(|f| outcome.verdict.has(*f)) {
-        println!("  {:<15} {}", finding.label(), finding.meaning());
+    if output.diagram {
+        print!("{}", sequence_diagram(&outcome.timeline));
+    } else {
+        print!("{}", outcome.timeline.render());
     }
+    write_page(output.html, || {
+        let told = Told::Ran(&outcome.verdict, &outcome.timeline);
+        story::page(&d, scenario, told, None, Mermaid::Inline)
+    })?;
+    say(format!("\nverdict: {}", outcome.verdict));
+    for finding in Finding::ALL.into_iter().filter(|f| outcome.verdict.has(*f)) {
+        say(format!("  {:<15} {}", finding.label(), finding.meaning()));
+    }
+    Ok(())
+}
+
+fn write_page(path: Option<&Path>, page: impl FnOnce() -> String) -> Result<(), Failure> {
+    let Some(path) = path else {
+        return Ok(());
+    };
+    super::write_file(path, &page())?;
+    eprintln!("written to {}", path.display());
     Ok(())
 }

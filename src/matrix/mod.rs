@@ -7,7 +7,7 @@ mod report;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use harness::observe::Verdict;
+use harness::observe::{Timeline, Verdict};
 use harness::{Scenario, ScenarioEnv};
 use indicatif::{ProgressBar, ProgressStyle};
 use lockcore::StageEntry;
@@ -15,7 +15,7 @@ use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 
 pub use expected::{Expected, expected};
-pub use report::Report;
+pub use report::{Report, expected_label, legend_entries, short};
 
 /// What one cell gave.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -41,6 +41,8 @@ pub struct Cell {
     pub expected: Option<Expected>,
     /// How long it took.
     pub took: Duration,
+    /// What the run recorded, when it ran (for its page).
+    pub timeline: Option<Timeline>,
 }
 
 impl Cell {
@@ -93,7 +95,7 @@ pub async fn run(
                 let _permit = permits.acquire_owned().await;
                 set_running(&running, &progress, Some(&label), None);
                 let started = Instant::now();
-                let result = run_cell(stage, scenario, env).await;
+                let (result, timeline) = run_cell(stage, scenario, env).await;
                 set_running(&running, &progress, None, Some(&label));
                 progress.inc(1);
                 let expected = expected(stage.description.name, scenario.name);
@@ -105,6 +107,7 @@ pub async fn run(
                         result,
                         expected,
                         took: started.elapsed(),
+                        timeline,
                     },
                 )
             });
@@ -142,16 +145,16 @@ async fn run_cell(
     stage: StageEntry,
     scenario: &'static Scenario,
     env: Result<ScenarioEnv, String>,
-) -> CellResult {
+) -> (CellResult, Option<Timeline>) {
     if let Some(reason) = (scenario.not_applicable)(&stage.description) {
-        return CellResult::NotApplicable(reason);
+        return (CellResult::NotApplicable(reason), None);
     }
     let env = match env {
         Ok(env) => env,
-        Err(e) => return CellResult::Failed(e),
+        Err(e) => return (CellResult::Failed(e), None),
     };
     match (scenario.run)(stage, env).await {
-        Ok(outcome) => CellResult::Ran(outcome.verdict),
-        Err(e) => CellResult::Failed(e.to_string()),
+        Ok(outcome) => (CellResult::Ran(outcome.verdict), Some(outcome.timeline)),
+        Err(e) => (CellResult::Failed(e.to_string()), None),
     }
 }

@@ -160,7 +160,8 @@ impl<'a> Report<'a> {
     }
 }
 
-fn short(cell: &Cell) -> String {
+/// A cell as the table prints it: its verdict, `n/a` or `ERROR`.
+pub fn short(cell: &Cell) -> String {
     match &cell.result {
         CellResult::Ran(verdict) => verdict.to_string(),
         CellResult::NotApplicable(_) => "n/a".to_owned(),
@@ -168,28 +169,30 @@ fn short(cell: &Cell) -> String {
     }
 }
 
-fn expected_label(expected: &Expected) -> String {
+/// An expectation as the table would print it.
+pub fn expected_label(expected: &Expected) -> String {
     match expected {
         Expected::Verdict(verdict) => verdict.to_string(),
         Expected::NotApplicable => "n/a".to_owned(),
     }
 }
 
+/// Every word a cell can show, with what it means.
+pub fn legend_entries() -> Vec<(&'static str, &'static str)> {
+    let mut entries = vec![("ok", "no observer fired")];
+    entries.extend(Finding::ALL.iter().map(|f| (f.label(), f.meaning())));
+    entries.push((
+        "n/a",
+        "the story does not apply to this stage (reasons in matrix.md)",
+    ));
+    entries.push(("ERROR", "the scenario could not run (see matrix.json)"));
+    entries
+}
+
 fn legend() -> String {
     let mut out = String::from("\nLegend:\n");
-    let _ = writeln!(out, "  {:<15} no observer fired", "ok");
-    for finding in Finding::ALL {
-        let _ = writeln!(out, "  {:<15} {}", finding.label(), finding.meaning());
+    for (label, meaning) in legend_entries() {
+        let _ = writeln!(out, "  {label:<15} {meaning}");
     }
-    let _ = writeln!(
-        out,
-        "  {:<15} the story does not apply to this stage (reasons in matrix.md)",
-        "n/a"
-    );
-    let _ = writeln!(
-        out,
-        "  {:<15} the scenario could not run (see matrix.json)",
-        "ERROR"
-    );
     out
 }

@@ -34,6 +34,24 @@ pub struct Event {
     pub text: String,
 }
 
+impl Event {
+    /// The same thing again: same actor, node and text.
+    pub fn same_as(&self, other: &Event) -> bool {
+        self.actor == other.actor && self.node == other.node && self.text == other.text
+    }
+}
+
+/// An event, or a run of the same event back to back.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Repeated {
+    /// The first of the run.
+    pub event: Event,
+    /// How many times it happened in a row (1: once).
+    pub count: usize,
+    /// When the last of the run happened.
+    pub last: SystemTime,
+}
+
 /// A reply a client received, waiting to be paired with its command.
 #[derive(Debug, Clone)]
 struct Reply {
@@ -184,19 +202,33 @@ impl Timeline {
         at.duration_since(self.start).unwrap_or_default()
     }
 
+    /// The events with each run of the same event (a client retrying
+    /// `SETNX`) folded into one, with its count and its last time: what the
+    /// printed timeline and the sequence diagram show.
+    pub fn folded(&self) -> Vec<Repeated> {
+        let mut folded: Vec<Repeated> = Vec::new();
+        for event in self.events() {
+            match folded.last_mut() {
+                Some(run) if run.event.same_as(&event) => {
+                    run.count += 1;
+                    run.last = event.at;
+                }
+                _ => folded.push(Repeated {
+                    last: event.at,
+                    count: 1,
+                    event,
+                }),
+            }
+        }
+        folded
+    }
+
     /// The printed timeline, one event per line. A run of the same event
-    /// (a client retrying `SETNX`) prints once, with its count and its last
-    /// time.
+    /// prints once, with its count and its last time.
     pub fn render(&self) -> String {
         let mut out = String::new();
-        let events = self.events();
-        let mut i = 0;
-        while i < events.len() {
-            let event = &events[i];
-            let same = |other: &Event| {
-                other.actor == event.actor && other.node == event.node && other.text == event.text
-            };
-            let repeats = events[i + 1..].iter().take_while(|e| same(e)).count();
+        for run in self.folded() {
+            let event = &run.event;
             let node = event
                 .node
                 .as_deref()
@@ -209,14 +241,60 @@ impl Timeline {
                 event.actor,
                 event.text
             );
-            if repeats > 0 {
-                let last = self.offset(events[i + repeats].at).as_millis();
-                let _ = write!(out, "   (x{} until T+{last}ms)", repeats + 1);
+            if run.count > 1 {
+                let last = self.offset(run.last).as_millis();
+                let _ = write!(out, "   (x{} until T+{last}ms)", run.count);
             }
             out.push('\n');
-            i += repeats + 1;
         }
         out
+    }
+
+    /// The events as text, one per line: microseconds since the start,
+    /// actor, node (`-` for none) and text, separated by tabs. Replies are
+    /// already paired, so [`Timeline::from_recorded`] gives back a timeline
+    /// that renders exactly as this one: the book keeps its runs this way,
+    /// so a change of format can be applied to them without running again.
+    pub fn recorded(&self) -> String {
+        self.events()
+            .iter()
+            .map(|e| {
+                format!(
+                    "{}\t{}\t{}\t{}\n",
+                    self.offset(e.at).as_micros(),
+                    e.actor,
+                    e.node.as_deref().unwrap_or("-"),
+                    e.text.replace(['\t', '\n'], " ")
+                )
+            })
+            .collect()
+    }
+
+    /// A timeline read back from [`Timeline::recorded`]'s text; the error
+    /// names the first line that is not in that format.
+    pub fn from_recorded(text: &str) -> Result<Self, String> {
+        let timeline = Self {
+            start: SystemTime::UNIX_EPOCH,
+            ..Self::new()
+        };
+        for (number, line) in text.lines().enumerate() {
+            let mut fields = line.splitn(4, '\t');
+            let (Some(micros), Some(actor), Some(node), Some(text)) =
+                (fields.next(), fields.next(), fields.next(), fields.next())
+            else {
+                return Err(format!(
+                    "line {}: expected 4 tab-separated fields",
+                    number + 1
+                ));
+            };
+            let micros: u64 = micros
+                .parse()
+                .map_err(|_| format!("line {}: `{micros}` is not a time", number + 1))?;
+            let at = SystemTime::UNIX_EPOCH + Duration::from_micros(micros);
+            let node = (node != "-").then_some(node);
+            timeline.record_at(at, actor, node, text);
+        }
+        Ok(timeline)
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Event>> {
@@ -263,5 +341,35 @@ fn render_value(value: &Value) -> String {
         format!("{}…", text.chars().take(8).collect::<String>())
     } else {
         text
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_recorded_timeline_reads_back_and_renders_the_same() {
+        let timeline = Timeline::new();
+        timeline.record("harness", "stage4: TTL 300ms");
+        for _ in 0..3 {
+            timeline.record_at(
+                SystemTime::now(),
+                "client-B",
+                Some("lock"),
+                "SET lock:stock b NX PX 300 -> nil",
+            );
+        }
+        timeline.record("client-B", "acquired the lock (value b)");
+        let back = Timeline::from_recorded(&timeline.recorded()).expect("its own format");
+        assert_eq!(back.render(), timeline.render());
+        assert!(back.render().contains("(x3 until"), "{}", back.render());
+    }
+
+    #[test]
+    fn a_line_in_another_format_is_named() {
+        let error = Timeline::from_recorded("12\tharness\t-\tok\nT+5ms harness ok\n")
+            .expect_err("not the recorded format");
+        assert!(error.starts_with("line 2:"), "{error}");
     }
 }

@@ -1,0 +1,233 @@
+#!/usr/bin/env python3
+"""Opens pages in headless Chromium, as a reader at 1280 px would, and checks
+what the course promises about them:
+
+- every Mermaid diagram rendered as an SVG, with a lifeline for every client
+  its source declares;
+- nothing is wider than its column: no code block, timeline or table
+  overflows, and the page itself does not scroll sideways;
+- with --table, the page's table has the rows and columns it should (and, as
+  it does not overflow, shows them all).
+
+It drives Chromium over the DevTools protocol on a pipe (--remote-debugging-pipe),
+so it needs nothing but Python's standard library and Debian's `chromium`.
+Each page's screenshot is written into --shots.
+
+    browser-check.py --shots target/screenshots [--table] FILE...
+"""
+
+import argparse
+import base64
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+WIDTH = 1280
+
+# Kept before Mermaid replaces its source with the SVG.
+KEEP_SOURCES = """
+document.addEventListener('DOMContentLoaded', () => {
+  for (const el of document.querySelectorAll('.mermaid')) {
+    el.dataset.source = el.textContent;
+  }
+});
+"""
+
+RENDERED = """
+(() => {
+  const all = [...document.querySelectorAll('.mermaid')];
+  return all.every(el => el.querySelector('svg') || el.dataset.processed === 'true');
+})()
+"""
+
+CHECKS = """
+(() => {
+  const problems = [];
+  const diagrams = [];
+  for (const el of document.querySelectorAll('.mermaid')) {
+    const svg = el.querySelector('svg');
+    const source = el.dataset.source || '';
+    if (!svg) { problems.push('a diagram did not render: ' + source.slice(0, 80)); continue; }
+    const declared = [...source.matchAll(/participant \\S+ as (client-\\S+)/g)].map(m => m[1]);
+    const actors = new Set([...svg.querySelectorAll('text.actor')].map(t => t.textContent.trim()));
+    const lifelines = svg.querySelectorAll('line[class*="actor-line"]').length;
+    for (const client of declared) {
+      if (!actors.has(client)) problems.push('no lifeline for ' + client + ' in a diagram');
+    }
+    if (declared.length && lifelines < declared.length) {
+      problems.push(`a diagram has ${lifelines} lifelines for ${declared.length} clients`);
+    }
+    diagrams.push({clients: declared.length, lifelines, width: svg.getBoundingClientRect().width});
+  }
+  const column = document.querySelector('main') || document.body;
+  const right = column.getBoundingClientRect().right + 1;
+  const blocks = [...document.querySelectorAll('pre:not(.mermaid), table')];
+  for (const el of blocks) {
+    const what = el.tagName === 'TABLE' ? 'a table' :
+      (el.classList.contains('timeline') ? 'a timeline' : 'a code block');
+    const start = (el.textContent || '').trim().split('\\n')[0].slice(0, 60);
+    if (el.scrollWidth > el.clientWidth + 1) {
+      problems.push(`${what} scrolls sideways (${el.scrollWidth} > ${el.clientWidth} px): ${start}`);
+    }
+    if (el.getBoundingClientRect().right > right) {
+      problems.push(`${what} overflows its column: ${start}`);
+    }
+  }
+  if (document.documentElement.scrollWidth > window.innerWidth) {
+    problems.push(`the page scrolls sideways (${document.documentElement.scrollWidth} px)`);
+  }
+  const table = document.querySelector('table');
+  const shape = table ? {rows: table.rows.length, columns: table.rows[0].cells.length} : null;
+  return JSON.stringify({problems, diagrams, blocks: blocks.length, table: shape});
+})()
+"""
+
+
+class Browser:
+    """Chromium, spoken to over fds 3 and 4."""
+
+    def __init__(self):
+        to_browser_r, self.to_browser = os.pipe()
+        self.from_browser, from_browser_w = os.pipe()
+        # Out of the way of 3 and 4, which the child gets them as.
+        to_browser_r = os.dup2(to_browser_r, 100, inheritable=True) or 100
+        from_browser_w = os.dup2(from_browser_w, 101, inheritable=True) or 101
+
+        def fds():
+            os.dup2(to_browser_r, 3)
+            os.dup2(from_browser_w, 4)
+
+        binary = next((b for b in ('chromium', 'chromium-browser', 'google-chrome')
+                       if subprocess.run(['sh', '-c', f'command -v {b}'],
+                                         capture_output=True).returncode == 0), None)
+        if binary is None:
+            sys.exit('no chromium on PATH (Debian: apt-get install chromium)')
+        self.process = subprocess.Popen(
+            [binary, '--headless', '--no-sandbox', '--disable-gpu',
+             '--remote-debugging-pipe', '--allow-file-access-from-files',
+             f'--window-size={WIDTH},900', 'about:blank'],
+            pass_fds=(3, 4, to_browser_r, from_browser_w), preexec_fn=fds,
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        os.close(to_browser_r)
+        os.close(from_browser_w)
+        self.buffer = b''
+        self.next_id = 0
+        self.events = []
+
+    def send(self, method, params=None, session=None, timeout=60):
+        self.next_id += 1
+        message = {'id': self.next_id, 'method': method, 'params': params or {}}
+        if session:
+            message['sessionId'] = session
+        os.write(self.to_browser, json.dumps(message).encode() + b'\0')
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            reply = self.read()
+            if reply.get('id') == self.next_id:
+                if 'error' in reply:
+                    raise RuntimeError(f'{method}: {reply["error"]}')
+                return reply.get('result', {})
+            self.events.append(reply)
+        raise TimeoutError(method)
+
+    def read(self):
+        while b'\0' not in self.buffer:
+            chunk = os.read(self.from_browser, 1 << 20)
+            if not chunk:
+                raise RuntimeError('chromium went away')
+            self.buffer += chunk
+        message, self.buffer = self.buffer.split(b'\0', 1)
+        return json.loads(message)
+
+    def wait_event(self, method, timeout=60):
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            for i, event in enumerate(self.events):
+                if event.get('method') == method:
+                    return self.events.pop(i)
+            self.events.append(self.read())
+        raise TimeoutError(method)
+
+    def close(self):
+        try:
+            self.send('Browser.close', timeout=10)
+        except Exception:
+            pass
+        try:
+            self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
+
+def check(browser, path, shots, table):
+    target = browser.send('Target.createTarget', {'url': 'about:blank'})['targetId']
+    session = browser.send('Target.attachToTarget',
+                           {'targetId': target, 'flatten': True})['sessionId']
+    s = lambda method, params=None: browser.send(method, params, session)
+    s('Page.enable')
+    s('Emulation.setDeviceMetricsOverride',
+      {'width': WIDTH, 'height': 900, 'deviceScaleFactor': 1, 'mobile': False})
+    s('Page.addScriptToEvaluateOnNewDocument', {'source': KEEP_SOURCES})
+    s('Page.navigate', {'url': Path(path).resolve().as_uri()})
+    browser.wait_event('Page.loadEventFired')
+    deadline = time.time() + 30
+    while not s('Runtime.evaluate', {'expression': RENDERED,
+                                     'returnByValue': True})['result'].get('value'):
+        if time.time() > deadline:
+            break
+        time.sleep(0.2)
+    time.sleep(0.3)
+    evaluated = s('Runtime.evaluate', {'expression': CHECKS, 'returnByValue': True})
+    if 'exceptionDetails' in evaluated:
+        raise RuntimeError(f'the checks failed to run: {evaluated["exceptionDetails"]}')
+    result = json.loads(evaluated['result']['value'])
+    metrics = s('Page.getLayoutMetrics')['cssContentSize']
+    height = min(int(metrics['height']), 12000)
+    shot = s('Page.captureScreenshot', {
+        'format': 'png', 'captureBeyondViewport': True,
+        'clip': {'x': 0, 'y': 0, 'width': WIDTH, 'height': height, 'scale': 1}})
+    name = Path(path).parent.name + '-' + Path(path).stem + '.png'
+    (shots / name).write_bytes(base64.b64decode(shot['data']))
+    if table:
+        rows, columns = (int(n) for n in table.split('x'))
+        if result['table'] != {'rows': rows, 'columns': columns}:
+            result['problems'].append(f'the table is {result["table"]}, not {rows} x {columns}')
+    browser.send('Target.closeTarget', {'targetId': target})
+    return result, shots / name
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument('--shots', required=True, type=Path)
+    parser.add_argument('--table', metavar='ROWSxCOLUMNS',
+                        help='the pages must show a table of this shape, headers included')
+    parser.add_argument('--diagram', action='store_true',
+                        help='the pages must show at least one diagram')
+    parser.add_argument('pages', nargs='+')
+    args = parser.parse_args()
+    args.shots.mkdir(parents=True, exist_ok=True)
+    browser = Browser()
+    failed = False
+    try:
+        for page in args.pages:
+            result, shot = check(browser, page, args.shots, args.table)
+            if args.diagram and not result['diagrams']:
+                result['problems'].append('no diagram on the page')
+            status = 'FAIL' if result['problems'] else 'ok'
+            print(f'{status:4} {page}: {len(result["diagrams"])} diagram(s) '
+                  f'{[d["clients"] for d in result["diagrams"]]} clients, '
+                  f'{result["blocks"]} blocks, table {result["table"]}; screenshot {shot}')
+            for problem in result['problems']:
+                print(f'     {problem}')
+            failed |= bool(result['problems'])
+    finally:
+        browser.close()
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == '__main__':
+    main()

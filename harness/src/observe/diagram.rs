@@ -1,0 +1,453 @@
+//! A run as a Mermaid `sequenceDiagram`, drawn from its timeline.
+//!
+//! The text timeline says everything, one line at a time; the diagram shows
+//! the shape of the story at a glance: one lifeline per client, per Redis
+//! node and for the harness; each command an arrow to its node and its
+//! reply an arrow back; pauses, kills, expiries and verdicts as notes; and
+//! each client's critical section as an activation bar, so two bars side by
+//! side are two clients inside at once. A client retrying the same command
+//! is one arrow in a `loop` box that says how many times.
+//!
+//! It reads only what the timeline recorded (commands with their paired
+//! replies, the ledger's narration), so it draws what happened, not what a
+//! scenario meant to happen.
+
+use std::fmt::Write as _;
+use std::time::SystemTime;
+
+use super::timeline::{Event, Repeated, Timeline};
+
+/// The ledger's words that open and close a critical section (a test below
+/// holds them to what the ledger writes).
+const ENTERS: &str = "acquired the lock";
+const LEAVES: [&str; 3] = ["leaves the critical section", "KILLED", "died at"];
+
+/// The Mermaid source of `timeline`'s sequence diagram.
+pub fn sequence_diagram(timeline: &Timeline) -> String {
+    Diagram::new(timeline).draw()
+}
+
+/// Who appears in the diagram. Each gets the alias `P<position>`, so no
+/// name can clash with a Mermaid keyword.
+struct Lifelines {
+    clients: Vec<String>,
+    nodes: Vec<String>,
+}
+
+impl Lifelines {
+    fn of(runs: &[Repeated]) -> Self {
+        let mut clients: Vec<String> = Vec::new();
+        let mut nodes: Vec<String> = Vec::new();
+        // Nodes in the order clients first use them, then those only the
+        // harness touched; the stock's database (`db`), which is no part of
+        // the lock, last.
+        for clients_only in [true, false] {
+            for e in runs.iter().map(|r| &r.event) {
+                if let Some(node) = &e.node
+                    && (is_client(&e.actor) || !clients_only)
+                    && !nodes.contains(node)
+                {
+                    nodes.push(node.clone());
+                }
+                if is_client(&e.actor) && !clients.contains(&e.actor) {
+                    clients.push(e.actor.clone());
+                }
+            }
+        }
+        if let Some(db) = nodes.iter().position(|n| n == "db") {
+            let db = nodes.remove(db);
+            nodes.push(db);
+        }
+        Self { clients, nodes }
+    }
+
+    /// The first client on the left, the nodes (in a box), the other
+    /// clients, the harness on the right: with two clients, each one's
+    /// arrows go to the nodes between them without crossing the other.
+    fn order(&self) -> Vec<(&str, bool)> {
+        let mut order: Vec<(&str, bool)> = Vec::new();
+        order.extend(self.clients.iter().take(1).map(|c| (c.as_str(), false)));
+        order.extend(self.nodes.iter().map(|n| (n.as_str(), true)));
+        order.extend(self.clients.iter().skip(1).map(|c| (c.as_str(), false)));
+        order.push(("harness", false));
+        order
+    }
+
+    fn alias(&self, name: &str, is_node: bool) -> String {
+        let index = self
+            .order()
+            .iter()
+            .position(|(n, node)| *n == name && *node == is_node)
+            .unwrap_or_default();
+        format!("P{index}")
+    }
+}
+
+fn is_client(actor: &str) -> bool {
+    actor != "harness" && actor != "redis"
+}
+
+struct Diagram {
+    runs: Vec<Repeated>,
+    lifelines: Lifelines,
+    timeline: Timeline,
+    out: String,
+    /// Clients whose critical section is open, with how many times they
+    /// entered (a reentrant lock enters twice).
+    inside: Vec<(String, usize)>,
+}
+
+impl Diagram {
+    fn new(timeline: &Timeline) -> Self {
+        let runs = fold_interleaved_retries(timeline.folded());
+        let lifelines = Lifelines::of(&runs);
+        Self {
+            runs,
+            lifelines,
+            timeline: timeline.clone(),
+            out: String::new(),
+            inside: Vec::new(),
+        }
+    }
+
+    fn draw(mut self) -> String {
+        // Long notes and messages wrap instead of widening the diagram.
+        self.out
+            .push_str("---\nconfig:\n  sequence:\n    wrap: true\n---\nsequenceDiagram\n");
+        let order: Vec<(String, bool)> = self
+            .lifelines
+            .order()
+            .into_iter()
+            .map(|(n, node)| (n.to_owned(), node))
+            .collect();
+        let mut in_box = false;
+        for (index, (name, is_node)) in order.iter().enumerate() {
+            if *is_node && !in_box {
+                self.out.push_str("    box rgba(128,128,128,0.12) Redis\n");
+                in_box = true;
+            }
+            if !*is_node && in_box {
+                self.out.push_str("    end\n");
+                in_box = false;
+            }
+            let label = if *is_node {
+                format!("[{name}]")
+            } else {
+                name.clone()
+            };
+            let _ = writeln!(self.out, "    participant P{index} as {}", escape(&label));
+        }
+        if in_box {
+            self.out.push_str("    end\n");
+        }
+        let runs = std::mem::take(&mut self.runs);
+        for run in &runs {
+            self.step(run);
+        }
+        for (client, depth) in std::mem::take(&mut self.inside) {
+            let alias = self.lifelines.alias(&client, false);
+            for _ in 0..depth {
+                let _ = writeln!(self.out, "    deactivate {alias}");
+            }
+        }
+        self.out
+    }
+
+    fn at(&self, at: SystemTime) -> String {
+        format!("T+{}ms", self.timeline.offset(at).as_millis())
+    }
+
+    /// One timeline line (or a run of it) as diagram statements.
+    fn step(&mut self, run: &Repeated) {
+        let e = &run.event;
+        match (&e.node, e.actor.as_str()) {
+            // Redis's own news: a key expired.
+            (Some(node), "redis") => {
+                let over = self.lifelines.alias(node, true);
+                self.add_note(over, format!("{} {}", self.at(e.at), e.text));
+            }
+            // A command a Lua script ran: said on its node.
+            (Some(node), _) if e.text.starts_with(' ') => {
+                let over = self.lifelines.alias(node, true);
+                self.add_note(over, e.text.trim().to_owned());
+            }
+            (Some(node), actor) => {
+                let node = node.clone();
+                let actor = actor.to_owned();
+                self.command(run, &actor, &node);
+            }
+            (None, "harness") => self.harness(e),
+            (None, _) => self.client(e),
+        }
+    }
+
+    /// A command and its reply; a run of them inside a `loop` box.
+    fn command(&mut self, run: &Repeated, actor: &str, node: &str) {
+        let from = self.lifelines.alias(actor, false);
+        let to = self.lifelines.alias(node, true);
+        let (command, reply) = match run.event.text.rsplit_once(" -> ") {
+            Some((command, reply)) => (command, Some(reply)),
+            None => (run.event.text.as_str(), None),
+        };
+        let repeated = run.count > 1;
+        if repeated {
+            let _ = writeln!(
+                self.out,
+                "    loop {} times, until {}",
+                run.count,
+                self.at(run.last)
+            );
+        }
+        let _ = writeln!(self.out, "    {from}->>{to}: {}", escape(command));
+        if let Some(reply) = reply {
+            let _ = writeln!(self.out, "    {to}-->>{from}: {}", escape(reply));
+        }
+        if repeated {
+            self.out.push_str("    end\n");
+        }
+    }
+
+    /// The harness's narration: on the node it names, across every
+    /// lifeline for a verdict, else on the harness's own lifeline.
+    fn harness(&mut self, e: &Event) {
+        let node = e
+            .text
+            .strip_prefix('[')
+            .and_then(|rest| rest.split_once("] "))
+            .filter(|(node, _)| self.lifelines.nodes.iter().any(|n| n == node));
+        let at = self.at(e.at);
+        if let Some((node, rest)) = node {
+            let over = self.lifelines.alias(node, true);
+            self.add_note(over, format!("{at} {rest}"));
+        } else if is_verdict(&e.text) {
+            let last = self.lifelines.order().len() - 1;
+            self.add_note(format!("P0,P{last}"), format!("{at} {}", e.text));
+        } else {
+            let over = self.lifelines.alias("harness", false);
+            self.add_note(over, format!("{at} {}", e.text));
+        }
+    }
+
+    /// A client's own narration; it opens or closes its critical section.
+    fn client(&mut self, e: &Event) {
+        let alias = self.lifelines.alias(&e.actor, false);
+        self.add_note(alias.clone(), format!("{} {}", self.at(e.at), e.text));
+        if e.text.starts_with(ENTERS) {
+            let _ = writeln!(self.out, "    activate {alias}");
+            match self.inside.iter_mut().find(|(c, _)| *c == e.actor) {
+                Some((_, depth)) => *depth += 1,
+                None => self.inside.push((e.actor.clone(), 1)),
+            }
+        } else if LEAVES.iter().any(|l| e.text.starts_with(l))
+            && let Some(position) = self.inside.iter().position(|(c, _)| *c == e.actor)
+        {
+            let _ = writeln!(self.out, "    deactivate {alias}");
+            self.inside[position].1 -= 1;
+            if self.inside[position].1 == 0 {
+                self.inside.remove(position);
+            }
+        }
+    }
+
+    /// A note, one per event: Mermaid cannot wrap a note of several lines.
+    fn add_note(&mut self, over: String, line: String) {
+        let _ = writeln!(self.out, "    Note over {over}: {}", escape(&line));
+    }
+}
+
+/// Several clients retrying at once interleave, so the timeline's folding
+/// (the same line back to back) leaves one line per attempt. Here a command
+/// that its client sends again, having done nothing else in between, joins
+/// its first attempt's count, whatever the other clients did meanwhile: each
+/// client's own story stays in its order, and its `loop` box says until when
+/// it went on.
+fn fold_interleaved_retries(runs: Vec<Repeated>) -> Vec<Repeated> {
+    let is_command = |e: &Event| e.node.is_some() && e.actor != "redis" && !e.text.starts_with(' ');
+    let mut out: Vec<Repeated> = Vec::new();
+    for run in runs {
+        let previous = out
+            .iter_mut()
+            .rev()
+            .find(|r| r.event.actor == run.event.actor);
+        match previous {
+            Some(previous) if is_command(&run.event) && previous.event.same_as(&run.event) => {
+                previous.count += run.count;
+                previous.last = run.last;
+            }
+            _ => out.push(run),
+        }
+    }
+    out
+}
+
+/// A verdict line of the harness: `verdict: …` or `OVERSOLD: …`.
+fn is_verdict(text: &str) -> bool {
+    text.starts_with("verdict:")
+        || super::Finding::ALL
+            .iter()
+            .any(|f| text.starts_with(&format!("{}:", f.label())))
+}
+
+/// Text Mermaid shows as written: `;` and `#` would end or start
+/// something, `<` and `>` would be read as HTML.
+fn escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '#' => out.push_str("#35;"),
+            ';' => out.push_str("#59;"),
+            '<' => out.push_str("#lt;"),
+            '>' => out.push_str("#gt;"),
+            '&' => out.push_str("#amp;"),
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::observe::Ledger;
+    use lockcore::{Acquired, Release};
+
+    fn command(timeline: &Timeline, client: &str, text: &str) {
+        timeline.record_at(SystemTime::now(), client, Some("lock"), text);
+    }
+
+    /// The GET/DEL race, narrated by a real ledger.
+    fn race() -> String {
+        let timeline = Timeline::new();
+        let ledger = Ledger::new(timeline.clone());
+        let held = Acquired::with_value;
+        timeline.record("harness", "stage4 (process backend): TTL 300ms, stock 2");
+        command(&timeline, "client-A", "SET lock:stock a NX PX 300 -> OK");
+        ledger.acquired("client-A", &held("a"));
+        ledger.release_sent("client-A");
+        command(&timeline, "client-A", "GET lock:stock -> a");
+        timeline.record("client-A", "paused at between-get-and-del");
+        for _ in 0..43 {
+            command(&timeline, "client-B", "SET lock:stock b NX PX 300 -> nil");
+        }
+        timeline.record_at(
+            SystemTime::now(),
+            "redis",
+            Some("lock"),
+            "expired lock:stock (TTL ran out)",
+        );
+        command(&timeline, "client-B", "SET lock:stock b NX PX 300 -> OK");
+        ledger.acquired("client-B", &held("b"));
+        command(&timeline, "client-A", "DEL lock:stock -> 1");
+        ledger.released("client-A", Release::Deleted);
+        timeline.record("harness", "verdict: FOREIGN-DELETE");
+        sequence_diagram(&timeline)
+    }
+
+    #[test]
+    fn every_client_every_node_and_the_harness_have_a_lifeline() {
+        let diagram = race();
+        assert!(diagram.contains("\nsequenceDiagram\n"), "{diagram}");
+        for participant in [
+            "participant P0 as client-A",
+            "participant P1 as [lock]",
+            "participant P2 as client-B",
+            "participant P3 as harness",
+        ] {
+            assert!(diagram.contains(participant), "{participant}:\n{diagram}");
+        }
+    }
+
+    #[test]
+    fn commands_go_to_their_node_and_replies_come_back() {
+        let diagram = race();
+        assert!(
+            diagram.contains("P0->>P1: GET lock:stock\n    P1-->>P0: a\n"),
+            "{diagram}"
+        );
+        assert!(
+            diagram.contains("P0->>P1: DEL lock:stock\n    P1-->>P0: 1\n"),
+            "{diagram}"
+        );
+    }
+
+    #[test]
+    fn retries_fold_into_one_arrow_in_a_counted_loop() {
+        let diagram = race();
+        assert_eq!(diagram.matches("loop 43 times").count(), 1, "{diagram}");
+        assert_eq!(
+            diagram
+                .matches("P2->>P1: SET lock:stock b NX PX 300")
+                .count(),
+            2,
+            "the 43 refusals and the success:\n{diagram}"
+        );
+    }
+
+    /// Arrows to a node (replies are `-->>`).
+    fn requests(diagram: &str) -> usize {
+        diagram
+            .lines()
+            .filter(|l| l.contains("->>") && !l.contains("-->>"))
+            .count()
+    }
+
+    #[test]
+    fn interleaved_retries_of_several_clients_fold_per_client() {
+        let timeline = Timeline::new();
+        for _ in 0..5 {
+            command(&timeline, "client-B", "SET lock:stock b NX PX 300 -> nil");
+            command(&timeline, "client-C", "SET lock:stock c NX PX 300 -> nil");
+        }
+        command(&timeline, "client-B", "SET lock:stock b NX PX 300 -> OK");
+        let diagram = sequence_diagram(&timeline);
+        assert_eq!(diagram.matches("loop 5 times").count(), 2, "{diagram}");
+        assert_eq!(requests(&diagram), 3, "{diagram}");
+        let last = diagram.rfind("SET lock:stock b").unwrap_or_default();
+        assert!(
+            diagram[last..].contains("OK"),
+            "B's success stays last:\n{diagram}"
+        );
+    }
+
+    #[test]
+    fn a_client_that_sent_something_else_in_between_is_not_folded() {
+        let timeline = Timeline::new();
+        for _ in 0..2 {
+            command(&timeline, "client-A", "GET lock:stock -> a");
+            command(&timeline, "client-A", "PTTL lock:stock -> 100");
+        }
+        let diagram = sequence_diagram(&timeline);
+        assert!(!diagram.contains("loop"), "{diagram}");
+        assert_eq!(requests(&diagram), 4, "{diagram}");
+    }
+
+    #[test]
+    fn critical_sections_are_activations_that_balance() {
+        let diagram = race();
+        // A enters and leaves; B enters and is still inside at the end.
+        assert_eq!(diagram.matches("    activate P0").count(), 1, "{diagram}");
+        assert_eq!(diagram.matches("deactivate P0").count(), 1, "{diagram}");
+        assert_eq!(diagram.matches("    activate P2").count(), 1, "{diagram}");
+        assert!(diagram.trim_end().ends_with("deactivate P2"), "{diagram}");
+    }
+
+    #[test]
+    fn expiries_pauses_and_verdicts_are_notes() {
+        let diagram = race();
+        assert!(diagram.contains("Note over P1: T+"), "{diagram}");
+        assert!(diagram.contains("expired lock:stock"), "{diagram}");
+        assert!(
+            diagram.contains("paused at between-get-and-del"),
+            "{diagram}"
+        );
+        assert!(
+            diagram.contains("Note over P0,P3: T+") && diagram.contains("verdict: FOREIGN-DELETE"),
+            "{diagram}"
+        );
+    }
+
+    #[test]
+    fn text_that_mermaid_would_read_as_syntax_is_escaped() {
+        assert_eq!(escape("a;b #1 <x> & y"), "a#59;b #35;1 #lt;x#gt; #amp; y");
+    }
+}
