@@ -1,0 +1,183 @@
+//! The Chinese edition (`book/zh/`) is a second mdBook over the same code
+//! and the same recorded runs: only the prose is translated. These tests
+//! keep the two editions in step: the same chapters in the same order, the
+//! same included files and anchors in each chapter, every verdict label of
+//! the CLI explained in the glossary, and the same interview questions with
+//! the same commands.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+mod common;
+
+const EN: &str = "book/src";
+const ZH: &str = "book/zh/src";
+
+/// Chapters only the Chinese edition has: the glossary of the CLI's English labels.
+const ZH_ONLY: &[&str] = &["glossary.md"];
+
+/// Included files whose text is English prose, translated in the Chinese
+/// chapter instead of included: the interview questions (their commands are
+/// compared by `the_chinese_interview_asks_the_same_questions_with_the_same_commands`).
+const TRANSLATED: &[&str] = &["generated/interview.md"];
+
+#[test]
+fn both_editions_have_the_same_chapters_in_the_same_order() {
+    let en = common::summary_chapters(&common::book_src(EN));
+    let zh: Vec<String> = common::summary_chapters(&common::book_src(ZH))
+        .into_iter()
+        .filter(|chapter| !ZH_ONLY.contains(&chapter.as_str()))
+        .collect();
+    let only_en: Vec<&String> = en.iter().filter(|c| !zh.contains(c)).collect();
+    let only_zh: Vec<&String> = zh.iter().filter(|c| !en.contains(c)).collect();
+    assert!(
+        only_en.is_empty() && only_zh.is_empty(),
+        "chapters in one edition only:\n  English only (translate into book/zh/src): {only_en:?}\n  \
+         Chinese only (add to book/src or drop): {only_zh:?}"
+    );
+    assert_eq!(
+        en, zh,
+        "the two SUMMARY.md files list the chapters in different orders"
+    );
+}
+
+#[test]
+fn every_chapter_in_each_summary_is_a_file() {
+    // mdBook creates an empty page for a missing file instead of failing.
+    for edition in [EN, ZH] {
+        let src = common::book_src(edition);
+        for chapter in common::summary_chapters(&src) {
+            assert!(
+                src.join(&chapter).is_file(),
+                "{edition}/{chapter} does not exist"
+            );
+        }
+    }
+}
+
+#[test]
+fn every_include_in_the_chinese_book_names_an_existing_file_and_anchor() {
+    let (checked, broken) = common::broken_includes(&common::book_src(ZH));
+    assert!(
+        checked > 20,
+        "only {checked} includes found: is book/zh there?"
+    );
+    assert!(broken.is_empty(), "broken includes:\n{}", broken.join("\n"));
+}
+
+/// A page's includes as (file, anchor), the file resolved from the page's folder.
+fn included(src: &Path, chapter: &str) -> BTreeSet<(PathBuf, Option<String>)> {
+    let text = std::fs::read_to_string(src.join(chapter)).unwrap_or_default();
+    common::includes(&text)
+        .into_iter()
+        .filter(|include| !TRANSLATED.contains(&include.file.as_str()))
+        .map(|include| {
+            let file = src.join(&include.file);
+            (file.canonicalize().unwrap_or(file), include.anchor)
+        })
+        .collect()
+}
+
+#[test]
+fn each_chinese_chapter_includes_the_same_code_and_runs_as_its_english_one() {
+    let (en, zh) = (common::book_src(EN), common::book_src(ZH));
+    let mut differ = Vec::new();
+    for chapter in common::summary_chapters(&en) {
+        let (in_en, in_zh) = (included(&en, &chapter), included(&zh, &chapter));
+        for (file, anchor) in in_en.difference(&in_zh) {
+            differ.push(format!(
+                "{chapter}: only English includes {} {anchor:?}",
+                file.display()
+            ));
+        }
+        for (file, anchor) in in_zh.difference(&in_en) {
+            differ.push(format!(
+                "{chapter}: only Chinese includes {} {anchor:?}",
+                file.display()
+            ));
+        }
+    }
+    assert!(differ.is_empty(), "{}", differ.join("\n"));
+}
+
+/// The labels of the matrix legend, as the CLI prints them
+/// (`- OVERSOLD        more orders than stock...`).
+fn legend_labels() -> Vec<String> {
+    let matrix = std::fs::read_to_string(common::book_src(EN).join("generated/matrix.md"))
+        .expect("the generated matrix");
+    let (_, legend) = matrix
+        .split_once("\nLegend:\n")
+        .expect("the matrix has a legend");
+    legend
+        .lines()
+        .take_while(|line| !line.starts_with("Why"))
+        .filter_map(|line| line.strip_prefix("- "))
+        .filter_map(|entry| entry.split_whitespace().next())
+        .filter(|label| !label.ends_with(':'))
+        .map(str::to_owned)
+        .collect()
+}
+
+/// The scenario names, the matrix's column headers.
+fn scenario_names() -> Vec<String> {
+    let matrix = std::fs::read_to_string(common::book_src(EN).join("generated/matrix.md"))
+        .expect("the generated matrix");
+    let header = matrix.lines().next().expect("a header row");
+    header
+        .split('|')
+        .map(str::trim)
+        .filter(|cell| !cell.is_empty() && *cell != "stage")
+        .map(str::to_owned)
+        .collect()
+}
+
+#[test]
+fn the_glossary_explains_every_label_and_scenario_the_matrix_prints() {
+    let glossary = std::fs::read_to_string(common::book_src(ZH).join("glossary.md"))
+        .expect("book/zh/src/glossary.md");
+    let labels = legend_labels();
+    let scenarios = scenario_names();
+    assert!(labels.len() >= 6, "legend labels: {labels:?}");
+    assert!(scenarios.len() >= 10, "scenarios: {scenarios:?}");
+    let missing: Vec<&String> = labels
+        .iter()
+        .chain(&scenarios)
+        .filter(|term| !glossary.contains(&format!("| `{term}` |")))
+        .collect();
+    assert!(missing.is_empty(), "glossary.md has no row for {missing:?}");
+}
+
+/// The interview questions of a page: for each `## N.` heading, its number
+/// and its shell block (the runs with their verdicts, and the tests).
+fn questions(text: &str) -> Vec<(String, String)> {
+    text.split("\n## ")
+        .skip(1)
+        .filter_map(|section| {
+            let (number, _) = section.split_once(". ")?;
+            number.chars().all(|c| c.is_ascii_digit()).then_some(())?;
+            let commands = section.split("```sh\n").nth(1)?.split("```").next()?;
+            Some((number.to_owned(), commands.to_owned()))
+        })
+        .collect()
+}
+
+#[test]
+fn the_chinese_interview_asks_the_same_questions_with_the_same_commands() {
+    let en = std::fs::read_to_string(common::book_src(EN).join("generated/interview.md"))
+        .expect("the generated English questions");
+    let zh = std::fs::read_to_string(common::book_src(ZH).join("interview.md"))
+        .expect("book/zh/src/interview.md");
+    let (en, zh) = (questions(&format!("\n{en}")), questions(&zh));
+    assert!(en.len() >= 30, "only {} English questions found", en.len());
+    assert_eq!(
+        en.len(),
+        zh.len(),
+        "the English interview has {} questions, the Chinese one {}",
+        en.len(),
+        zh.len()
+    );
+    for ((n_en, c_en), (n_zh, c_zh)) in en.iter().zip(&zh) {
+        assert_eq!(n_en, n_zh, "questions out of order");
+        assert_eq!(c_en, c_zh, "question {n_en}: the commands differ");
+    }
+}
