@@ -5,10 +5,15 @@
 // keeps that layout.
 (() => {
     const zh = document.documentElement.lang.startsWith('zh');
-    const root = new URL(path_to_root, window.location.href);
+    // path_to_root is mdBook's own ("" on a top-level page, "../" one level down).
+    const root = new URL(path_to_root || './', window.location.href);
     let page = window.location.pathname.slice(root.pathname.length);
     if (page === '' || page.endsWith('/')) {
         page += 'index.html';
+    }
+    // The glossary of the CLI's English labels exists in Chinese only.
+    if (zh && page === 'glossary.html') {
+        page = 'index.html';
     }
     // book/book/[html/]  <->  book/zh/book/[html/]
     const renderer = root.pathname.endsWith('/html/') ? 'html/' : '';
