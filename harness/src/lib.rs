@@ -12,7 +12,8 @@
 //! - [`workload`]: the articles' stock deduction on a database node;
 //! - [`observe`]: the ledger, the observers (oversold, overlap, foreign
 //!   delete, deadlock) and the timeline built from `MONITOR`, expiry
-//!   notifications and the clients' replies;
+//!   notifications and the clients' replies, also drawn as a Mermaid
+//!   sequence diagram;
 //! - [`scenario`]: the fault stories, runnable against any stage, and the
 //!   topologies they need (master + replica, Redlock's masters behind
 //!   proxies);
