@@ -1,0 +1,1 @@
+../edition-link.js

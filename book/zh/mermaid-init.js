@@ -1,0 +1,1 @@
+../mermaid-init.js
