@@ -1,7 +1,8 @@
 //! `LOCKSTAGES_REDIS_URL`: a reader's own server. The stories run there
 //! under a key prefix of their own and leave nothing behind; node faults
 //! are n/a; a bad URL, a server that is not there, one that needs a
-//! password and a read-only replica are each one clear error.
+//! password, a read-only replica and one that refuses `CONFIG` are each one
+//! clear error.
 
 use harness::holder::Launcher;
 use harness::server::external::check;
@@ -82,6 +83,12 @@ async fn bad_urls_and_unusable_servers_are_clear_errors() {
     assert!(needs.contains("needs a password"), "{needs}");
     let with_password = locked.url().replace("redis://", "redis://:s3cret@");
     check(&with_password).unwrap();
+
+    let no_config = RedisProcess::start(&["--rename-command", "CONFIG", ""])
+        .await
+        .unwrap();
+    let refused = check(&no_config.url()).unwrap_err().to_string();
+    assert!(refused.contains("refused CONFIG"), "{refused}");
 
     let master = RedisProcess::start(&[]).await.unwrap();
     let port = master.port().to_string();

@@ -19,6 +19,7 @@ use tokio::task::JoinHandle;
 
 use super::Timeline;
 use super::keyspace::{Change, KeyChange, NodeKeys};
+use super::notifications::{BorrowedNotifications, NOTIFY};
 use crate::error::{HarnessError, Result};
 
 /// Commands that are plumbing, not part of any story.
@@ -46,10 +47,6 @@ const SENTINEL_HELLO: &str = "__sentinel__:hello";
 
 const FLUSH_MARKER: &str = "lockstages-timeline-flush";
 const FLUSH_WITHIN: Duration = Duration::from_secs(5);
-/// Keyspace notifications for every key: `K` (keyspace channel), `g`
-/// (DEL, EXPIRE…), `$` (strings), `h` (hashes), `x` (expiries).
-const NOTIFY: &str = "Kg$hx";
-const KEYSPACE: &str = "__keyspace@0__:";
 
 /// Watches one node until dropped.
 #[derive(Debug)]
@@ -58,33 +55,71 @@ pub struct NodeWatcher {
     seen_markers: watch::Receiver<u64>,
     next_marker: u64,
     tasks: Vec<JoinHandle<()>>,
+    /// On a reader's server: its notifications, switched on while watched.
+    _notifications: Option<BorrowedNotifications>,
 }
 
 impl NodeWatcher {
-    /// Starts watching the node at `url`, labelled `node`.
+    /// Starts watching the node at `url`, a server the harness started,
+    /// labelled `node`.
     pub async fn start(url: &str, node: &str, timeline: &Timeline) -> Result<Self> {
+        Self::start_scoped(url, node, timeline, None).await
+    }
+
+    /// Starts watching a reader's own server at `url` (see
+    /// [`BorrowedNotifications`]), labelled `node`, for the keys under
+    /// `prefix` alone: its other clients' traffic is none of the run's
+    /// business and stays out of the timeline and the key record.
+    pub async fn start_on_readers_server(
+        url: &str,
+        node: &str,
+        timeline: &Timeline,
+        prefix: &str,
+    ) -> Result<Self> {
+        Self::start_scoped(url, node, timeline, Some(prefix)).await
+    }
+
+    async fn start_scoped(
+        url: &str,
+        node: &str,
+        timeline: &Timeline,
+        prefix: Option<&str>,
+    ) -> Result<Self> {
         timeline.name_node(url, node);
         let client = redis::Client::open(url)?;
-        let addr = client.get_connection_info().addr().to_string();
+        let info = client.get_connection_info();
+        let addr = info.addr().to_string();
         let addr = addr.trim_start_matches("redis://").to_owned();
+        let settings = info.redis_settings();
+        let keyspace = format!("__keyspace@{}__:", settings.db());
+        let notifications = match prefix {
+            Some(_) => Some(BorrowedNotifications::switch_on(url).await?),
+            None => None,
+        };
 
         let stream = TcpStream::connect(&addr)
             .await
             .map_err(|e| HarnessError::ServerStart(format!("MONITOR connection to {addr}: {e}")))?;
         let mut stream = BufReader::new(stream);
-        let setup = [
-            vec!["HELLO", "3"],
-            vec!["CONFIG", "SET", "notify-keyspace-events", NOTIFY],
-            vec!["PSUBSCRIBE", "__keyspace@0__:*"],
-            vec!["MONITOR"],
-        ];
+        let mut hello = vec!["HELLO", "3"];
+        if let Some(password) = settings.password() {
+            hello.extend(["AUTH", settings.username().unwrap_or("default"), password]);
+        }
+        let pattern = format!("{keyspace}{}*", prefix.unwrap_or_default());
+        let mut setup = vec![hello];
+        if prefix.is_none() {
+            setup.push(vec!["CONFIG", "SET", "notify-keyspace-events", NOTIFY]);
+        }
+        setup.extend([vec!["PSUBSCRIBE", pattern.as_str()], vec!["MONITOR"]]);
         for command in setup {
             stream.get_mut().write_all(&encode(&command)).await?;
             match read_value(&mut stream).await? {
                 Resp::Error(e) => {
+                    // Never print a password.
+                    let name = command.iter().take(2).copied().collect::<Vec<_>>();
                     return Err(HarnessError::ServerStart(format!(
                         "{} answered {e}",
-                        command.join(" ")
+                        name.join(" ")
                     )));
                 }
                 Resp::Eof => {
@@ -99,6 +134,10 @@ impl NodeWatcher {
         let (seen_tx, seen_markers) = watch::channel(0u64);
         let timeline = timeline.clone();
         let node = node.to_owned();
+        let mut scope = prefix.map(RunScope::new);
+        // The run's prefix says nothing a reader needs: keys are shown and
+        // recorded without it (`lock:stock`, as on the harness's servers).
+        let hidden_prefix = prefix.unwrap_or_default().to_owned();
         let monitor = tokio::spawn(async move {
             let mut keys = NodeKeys::new(&node, timeline.key_record());
             let mut names: HashMap<String, String> = HashMap::new();
@@ -120,8 +159,9 @@ impl NodeWatcher {
                         // ["pmessage", pattern, "__keyspace@0__:<key>", event]
                         if let [kind, _, channel, event] = items.as_slice()
                             && kind == "pmessage"
-                            && let Some(key) = channel.strip_prefix(KEYSPACE)
+                            && let Some(key) = channel.strip_prefix(&keyspace)
                         {
+                            let key = key.strip_prefix(&hidden_prefix).unwrap_or(key);
                             keys.notified(key, event, SystemTime::now());
                         }
                         continue;
@@ -162,16 +202,24 @@ impl NodeWatcher {
                     actor
                 };
                 note_expiries(&keys.command(&actor, seen.at));
+                if scope.as_mut().is_some_and(|scope| !scope.keeps(&seen)) {
+                    continue;
+                }
                 if HIDDEN.contains(&command.as_str())
                     || (command == "PUBLISH"
                         && seen.args.get(1).is_some_and(|c| c == SENTINEL_HELLO))
                 {
                     continue;
                 }
+                let args: Vec<String> = seen
+                    .args
+                    .iter()
+                    .map(|arg| arg.replace(&hidden_prefix, ""))
+                    .collect();
                 let text = if seen.source == "lua" {
-                    format!("  lua> {}", render_args(&seen.args))
+                    format!("  lua> {}", render_args(&args))
                 } else {
-                    render_args(&seen.args)
+                    render_args(&args)
                 };
                 timeline.record_at(seen.at, &actor, Some(&node), text);
             }
@@ -182,6 +230,7 @@ impl NodeWatcher {
             seen_markers,
             next_marker: 0,
             tasks: vec![monitor],
+            _notifications: notifications,
         })
     }
 
@@ -203,6 +252,39 @@ impl NodeWatcher {
         .map_err(|_| HarnessError::ServerStart("MONITOR fell silent".into()))?
         .map_err(|_| HarnessError::ServerStart("MONITOR connection closed".into()))?;
         Ok(())
+    }
+}
+
+/// Which lines of a reader's server belong to the run: those that name a
+/// key of its prefix, everything else its connections send once they have
+/// (a `SCRIPT LOAD` after a `NOSCRIPT`), and the lines a script of theirs
+/// runs. Other clients never touch the run's keys, so they never count.
+#[derive(Debug)]
+struct RunScope {
+    prefix: String,
+    connections: std::collections::HashSet<String>,
+    last_kept: bool,
+}
+
+impl RunScope {
+    fn new(prefix: &str) -> Self {
+        Self {
+            prefix: prefix.to_owned(),
+            connections: std::collections::HashSet::new(),
+            last_kept: false,
+        }
+    }
+
+    fn keeps(&mut self, seen: &MonitorLine) -> bool {
+        // A script's commands come right after the script's own line.
+        if seen.source == "lua" {
+            return self.last_kept;
+        }
+        if seen.args.iter().any(|arg| arg.contains(&self.prefix)) {
+            self.connections.insert(seen.source.clone());
+        }
+        self.last_kept = self.connections.contains(&seen.source);
+        self.last_kept
     }
 }
 

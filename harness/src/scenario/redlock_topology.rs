@@ -13,6 +13,7 @@ use tokio::time::{Instant, sleep};
 
 use super::Run;
 pub use super::restart_without_persistence::run_with_restart_delay;
+use super::run::READERS_SERVER;
 use crate::client::Client;
 use crate::error::{HarnessError, Result};
 use crate::fault::proxy::Proxy;
@@ -55,14 +56,23 @@ impl Run {
     /// (holder processes too) reach the nodes through them.
     pub async fn put_proxies(&mut self) -> Result<Proxies> {
         let mut proxies = Vec::with_capacity(self.nodes.len());
+        let mut urls = Vec::with_capacity(self.nodes.len());
         for node in &self.nodes {
-            let proxy = Proxy::start(node.addr(), node.label(), self.timeline()).await?;
-            // Clients talk to the proxy; their replies belong to the node.
-            self.timeline().name_node(&proxy.url(), node.label());
+            let label = if node.is_own() {
+                node.label()
+            } else {
+                READERS_SERVER
+            };
+            let proxy = Proxy::start(node.addr(), label, self.timeline()).await?;
+            // The node's URL through the proxy: its password and database
+            // stay. Clients talk to the proxy; their replies belong to the node.
+            let url = through(&node.url(), &proxy.url());
+            self.timeline().name_node(&url, label);
+            urls.push(url);
             proxies.push(proxy);
         }
-        let count = self.factory.lock_urls.len();
-        self.factory.lock_urls = proxies.iter().take(count).map(Proxy::url).collect();
+        urls.truncate(self.factory.lock_urls.len());
+        self.factory.lock_urls = urls;
         Ok(Proxies(proxies))
     }
 
@@ -272,5 +282,37 @@ impl Run {
             }
             Err(other) => Err(other),
         }
+    }
+}
+
+/// `url` (`redis://[user:password@]host:port[/db]`) with its host and port
+/// replaced by those of `proxy` (`redis://host:port`).
+fn through(url: &str, proxy: &str) -> String {
+    let proxy_addr = proxy.trim_start_matches("redis://");
+    let rest = url.trim_start_matches("redis://");
+    let (auth, rest) = match rest.rsplit_once('@') {
+        Some((auth, rest)) => (format!("{auth}@"), rest),
+        None => (String::new(), rest),
+    };
+    let db = rest.find('/').map_or("", |slash| &rest[slash..]);
+    format!("redis://{auth}{proxy_addr}{db}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::through;
+
+    #[test]
+    fn a_url_through_a_proxy_keeps_its_password_and_database() {
+        let proxy = "redis://127.0.0.1:4000";
+        assert_eq!(through("redis://127.0.0.1:6379", proxy), proxy);
+        assert_eq!(
+            through("redis://:s3cret@db.example:6379/3", proxy),
+            "redis://:s3cret@127.0.0.1:4000/3"
+        );
+        assert_eq!(
+            through("redis://user:p@ss@h:1/0", proxy),
+            "redis://user:p@ss@127.0.0.1:4000/0"
+        );
     }
 }

@@ -32,11 +32,16 @@ pub struct Run {
     /// [`Run::hold_bare_majority`] has taken it.
     pub(super) holder_valid_until: Option<tokio::time::Instant>,
     harness_db: Database,
-    /// `watchers[i]` watches `nodes[i]`; the last one, the database.
+    /// `watchers[i]` watches `nodes[i]`; the last one, the database. On a
+    /// reader's server, `watchers[0]` watches it, lock and database at once.
     watchers: Vec<Option<NodeWatcher>>,
     /// On a reader's own server: deletes the run's keys when the run ends.
-    _cleanup: Option<KeyCleanup>,
+    cleanup: Option<KeyCleanup>,
 }
+
+/// How the timeline names a reader's own server, the lock's and the
+/// database's at once.
+pub(super) const READERS_SERVER: &str = "redis";
 
 /// Deletes every key under `prefix` on the server at `url` when dropped,
 /// however the run ends.
@@ -114,17 +119,6 @@ impl Run {
     ) -> Result<Self> {
         let timeline = Timeline::new();
         let db = Node::start(&env.backend, "db", &[]).await?;
-        let mut watchers = Vec::new();
-        for node in nodes.iter().chain([&db]) {
-            // A reader's own server is not watched: MONITOR would need its
-            // configuration changed (expiry events), and sees its traffic.
-            let watcher = if node.is_own() {
-                Some(NodeWatcher::start(&node.url(), node.label(), &timeline).await?)
-            } else {
-                None
-            };
-            watchers.push(watcher);
-        }
         let mut config = LockConfig {
             watchdog_timeout: env.timing.ttl,
             ..LockConfig::with_ttl(env.timing.ttl)
@@ -139,6 +133,25 @@ impl Run {
                 prefix,
             }
         });
+        let mut watchers = Vec::new();
+        match &cleanup {
+            // A reader's server is the lock and the database at once: one
+            // watcher, for the run's keys alone.
+            Some(KeyCleanup { url, prefix }) => {
+                watchers.push(Some(
+                    NodeWatcher::start_on_readers_server(url, READERS_SERVER, &timeline, prefix)
+                        .await?,
+                ));
+                watchers.extend(nodes.iter().map(|_| None));
+            }
+            None => {
+                for node in nodes.iter().chain([&db]) {
+                    watchers.push(Some(
+                        NodeWatcher::start(&node.url(), node.label(), &timeline).await?,
+                    ));
+                }
+            }
+        }
         let harness_db = Database::connect(
             &ClientSetup::new(vec![], "harness", config.clone()),
             &db.url(),
@@ -166,6 +179,12 @@ impl Run {
                 env.timing.ttl.as_millis()
             ),
         );
+        if let Some(KeyCleanup { prefix, .. }) = &cleanup {
+            timeline.record(
+                "harness",
+                format!("the run's keys are under {prefix} on your server (shown without it)"),
+            );
+        }
         Ok(Self {
             stage,
             env,
@@ -177,7 +196,7 @@ impl Run {
             holder_valid_until: None,
             harness_db,
             watchers,
-            _cleanup: cleanup,
+            cleanup,
         })
     }
 
@@ -274,7 +293,13 @@ impl Run {
         let (verdict, said) = judge(&Evidence {
             ledger,
             keys: &ledger.timeline().key_record(),
-            lock_key: &self.factory.config.key,
+            // A reader's server's watcher records keys without the run's
+            // prefix.
+            lock_key: self
+                .cleanup
+                .as_ref()
+                .and_then(|c| self.factory.config.key.strip_prefix(&c.prefix))
+                .unwrap_or(&self.factory.config.key),
             orders,
             initial_stock: self.initial_stock,
         })?;

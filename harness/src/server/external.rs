@@ -2,10 +2,12 @@
 //!
 //! The single-node stories run against it with a key prefix of their own
 //! for each run (see [`run_prefix`]), so that nothing of the reader's is
-//! read or written, and the run's keys are deleted at its end. The harness
-//! neither reconfigures the server nor watches it with `MONITOR`. Stories
-//! that must fault the node (kill, pause, restart, promote, partition)
-//! cannot run against it and say so.
+//! read or written, and the run's keys are deleted at its end. The run is
+//! judged from the server's own record, as everywhere: its watcher keeps
+//! only the run's lines of `MONITOR`, and borrows the server's keyspace
+//! notifications while it watches (`observe::BorrowedNotifications` puts
+//! back what it found). Stories that must fault the node (kill, pause,
+//! restart, promote, partition) cannot run against it and say so.
 
 use std::net::{SocketAddr, ToSocketAddrs};
 
@@ -94,11 +96,28 @@ pub fn check(url: &str) -> Result<()> {
                 .await
                 .map_err(|e| refused(&url, &e))?;
             match role.first() {
-                Some(redis::Value::BulkString(role)) if role == b"master" => Ok(()),
-                _ => Err(HarnessError::NoRedis(format!(
-                    "{URL_VAR}={url} is a read-only replica; the locks must write: point it at the master"
-                ))),
+                Some(redis::Value::BulkString(role)) if role == b"master" => {}
+                _ => {
+                    return Err(HarnessError::NoRedis(format!(
+                        "{URL_VAR}={url} is a read-only replica; the locks must write: point it at the master"
+                    )));
+                }
             }
+            // The watcher borrows the server's keyspace notifications (see
+            // `observe::BorrowedNotifications`): say now, once, if it cannot.
+            redis::cmd("CONFIG")
+                .arg("GET")
+                .arg("notify-keyspace-events")
+                .query_async::<Vec<String>>(&mut conn)
+                .await
+                .map(drop)
+                .map_err(|e| {
+                    HarnessError::NoRedis(format!(
+                        "{URL_VAR}={url}: the verdicts are read from the server's own record, \
+                         which needs CONFIG (notify-keyspace-events) and MONITOR; the server \
+                         refused CONFIG ({e})"
+                    ))
+                })
         })
     })
     .join()
