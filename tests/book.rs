@@ -96,3 +96,24 @@ fn a_chapter_that_names_a_run_it_does_not_show_is_caught() {
         "{error}"
     );
 }
+
+#[test]
+fn a_chapter_that_names_a_story_it_does_not_show_is_caught() {
+    // Stories a stage's test tells (BOOK_STORIES) are named by that test's
+    // command, as a reader reruns them.
+    let book = book_copy("unshown-story");
+    let chapter = book.join("stage6.md");
+    let text = std::fs::read_to_string(&chapter).expect("stage 6's chapter");
+    let text = text.replace("{{#include generated/stage6-pubsub-wait.timeline.md}}", "");
+    std::fs::write(&chapter, text).expect("written");
+    let output = book_assets_check(&book);
+    let _ = std::fs::remove_dir_all(&book);
+    let error = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{error}");
+    for problem in [
+        "stage6.md shows neither generated/stage6-pubsub-wait.timeline.md nor stage6-pubsub-wait.diagram.md",
+        "stage6.md names `cargo test -p stage6 --test pubsub_wait` but shows neither its timeline nor its diagram",
+    ] {
+        assert!(error.contains(problem), "{error}");
+    }
+}

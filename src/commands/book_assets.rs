@@ -1,23 +1,26 @@
 //! `lockstages book-assets`: every timeline and diagram the book shows,
 //! from real runs, written into `book/src/generated/`.
 //!
-//! For each run in [`BOOK_RUNS`] three files are written:
+//! Two lists give the runs: [`BOOK_RUNS`], scenarios of the matrix against
+//! a stage (`run stage4 get-del-race`), and [`BOOK_STORIES`], stories a
+//! stage's test tells that no scenario can (a lease on stage 6's own API,
+//! Redlock with masters killed; see [`stories`]). For each run three files
+//! are written:
 //!
-//! - `<stage>-<scenario>.events.tsv`: what the run recorded
-//!   ([`Timeline::recorded`]);
-//! - `<stage>-<scenario>.timeline.md`: the timeline, every line of it, as a
-//!   block that wraps to the book's column;
-//! - `<stage>-<scenario>.diagram.md`: its Mermaid sequence diagram.
+//! - `<name>.events.tsv`: what the run recorded ([`Timeline::recorded`]);
+//! - `<name>.timeline.md`: the timeline, every line of it, under the command
+//!   that reruns it, as a block that wraps to the book's column;
+//! - `<name>.diagram.md`: its Mermaid sequence diagram.
 //!
 //! Chapters show them with `{{#include generated/…}}`; their sentences
 //! quote these runs (a count of retries, a time), so adding a run to the
-//! book is `book-assets --only <stage>-<scenario>`, which leaves the others
+//! book is `book-assets --only <name>`, which leaves the others
 //! as they are, and a new format is `book-assets --render-only`, which
 //! runs nothing. `--check` runs
 //! nothing: it renders every recorded run again with today's code and fails
 //! when a committed file differs (the format changed: run `book-assets`
 //! again), when a listed run is missing, and when a chapter names a run it
-//! does not show.
+//! does not show ([`chapters`]).
 
 use std::fmt::Write as _;
 use std::path::Path;
@@ -31,6 +34,11 @@ use super::{scenario_named, stage_named, write_file};
 use crate::Failure;
 use crate::matrix::{Expected, expected};
 use crate::render::html;
+use chapters::{Named, chapter_problems};
+use stories::BOOK_STORIES;
+
+mod chapters;
+mod stories;
 
 /// A run the book shows, and the chapter that shows it.
 #[derive(Debug, Clone, Copy)]
@@ -121,8 +129,38 @@ impl BookRun {
 /// The folder, inside the book's source, of the generated files.
 const GENERATED: &str = "generated";
 
-/// Runs the book's stories (those named in `only`, or all), then checks
-/// the result; with `check`, only checks the committed files.
+/// One run the book shows, from either list: its files, its chapter, the
+/// command its timeline starts with, and how prose names it.
+pub struct Shown {
+    /// `stage4-get-del-race`: the name of its files.
+    pub base: String,
+    /// The chapter's file in `book/src`.
+    pub chapter: &'static str,
+    /// How a reader runs it.
+    pub command: String,
+    /// How a chapter's prose names it.
+    pub named: Named,
+}
+
+/// Everything the book shows: the scenario runs, then the stories.
+fn everything_shown() -> Vec<Shown> {
+    let runs = BOOK_RUNS.iter().map(|r| Shown {
+        base: r.base(),
+        chapter: r.chapter,
+        command: r.command(),
+        named: Named::Run(r.stage.to_owned(), r.scenario.to_owned()),
+    });
+    let stories = BOOK_STORIES.iter().map(|s| Shown {
+        base: s.name.to_owned(),
+        chapter: s.chapter,
+        command: s.command(),
+        named: Named::Test(s.stage.to_owned(), s.test.to_owned()),
+    });
+    runs.chain(stories).collect()
+}
+
+/// Runs the book's runs and stories (those named in `only`, or all), then
+/// checks the result; with `check`, only checks the committed files.
 pub async fn run_all(book: &Path, check: bool, only: &[String]) -> Result<(), Failure> {
     if check {
         return check_all(book);
@@ -132,72 +170,96 @@ pub async fn run_all(book: &Path, check: bool, only: &[String]) -> Result<(), Fa
         stage_named(r.stage)?;
         scenario_named(r.scenario)?;
     }
+    for s in BOOK_STORIES {
+        stage_named(s.stage)?;
+    }
+    let shown = everything_shown();
     for name in only {
-        if !BOOK_RUNS.iter().any(|r| r.base() == *name) {
-            let names: Vec<String> = BOOK_RUNS.iter().map(BookRun::base).collect();
+        if !shown.iter().any(|s| s.base == *name) {
+            let names: Vec<&str> = shown.iter().map(|s| s.base.as_str()).collect();
             return Err(Failure::bad_input(format!(
                 "the book shows no run `{name}`; its runs are {}",
                 names.join(", ")
             )));
         }
     }
-    let chosen = BOOK_RUNS
-        .iter()
-        .filter(|r| only.is_empty() || only.contains(&r.base()));
-    for r in chosen {
-        let stage = stage_named(r.stage)?;
-        let scenario = scenario_named(r.scenario)?;
-        eprintln!("running {} x {}", r.stage, r.scenario);
-        let env = ScenarioEnv {
-            fencing: r.fencing,
-            ..ScenarioEnv::from_env(launcher(&stage)?)?
-        };
-        let outcome = (scenario.run)(stage, env).await?;
-        // The book tells the story the matrix asserts (the matrix runs the
-        // fixed resource; the write-only lesson must oversell); a run that
-        // came out otherwise is not written.
-        if r.fencing == Fencing::WriteOnly && !outcome.verdict.has(Finding::Oversold) {
-            return Err(Failure::failed(format!(
-                "{} gave {}, but fencing only the write must oversell: nothing written for it",
-                r.base(),
-                outcome.verdict
-            )));
-        }
-        if let Some(Expected::Verdict(want)) = expected(r.stage, r.scenario)
-            && r.fencing == Fencing::ReadsAndWrites
-            && want != outcome.verdict
-        {
-            return Err(Failure::failed(format!(
-                "{} x {} gave {}, the expected matrix says {want}: nothing written for it",
-                r.stage, r.scenario, outcome.verdict
-            )));
-        }
-        let dir = book.join(GENERATED);
-        let recorded = outcome.timeline.recorded();
-        write_file(&dir.join(format!("{}.events.tsv", r.base())), &recorded)?;
-        for (name, text) in rendered(r, &outcome.timeline) {
-            write_file(&dir.join(name), &text)?;
-        }
+    let chosen = |base: &str| only.is_empty() || only.iter().any(|o| o == base);
+    for r in BOOK_RUNS.iter().filter(|r| chosen(&r.base())) {
+        let timeline = run_scenario(r).await?;
+        write(book, &r.base(), &r.command(), &timeline)?;
+    }
+    for s in BOOK_STORIES.iter().filter(|s| chosen(s.name)) {
+        eprintln!("running {} ({})", s.name, s.command());
+        let stage = stage_named(s.stage)?;
+        let env = ScenarioEnv::from_env(launcher(&stage)?)?;
+        let timeline = (s.run)(env).await?;
+        write(book, s.name, &s.command(), &timeline)?;
     }
     eprintln!("written to {}", book.join(GENERATED).display());
     check_all(book)
 }
 
+/// Runs one scenario of the list; its timeline, if it told the story the
+/// book tells.
+async fn run_scenario(r: &BookRun) -> Result<Timeline, Failure> {
+    let stage = stage_named(r.stage)?;
+    let scenario = scenario_named(r.scenario)?;
+    eprintln!("running {} x {}", r.stage, r.scenario);
+    let env = ScenarioEnv {
+        fencing: r.fencing,
+        ..ScenarioEnv::from_env(launcher(&stage)?)?
+    };
+    let outcome = (scenario.run)(stage, env).await?;
+    // The book tells the story the matrix asserts (the matrix runs the
+    // fixed resource; the write-only lesson must oversell); a run that
+    // came out otherwise is not written.
+    if r.fencing == Fencing::WriteOnly && !outcome.verdict.has(Finding::Oversold) {
+        return Err(Failure::failed(format!(
+            "{} gave {}, but fencing only the write must oversell: nothing written for it",
+            r.base(),
+            outcome.verdict
+        )));
+    }
+    if let Some(Expected::Verdict(want)) = expected(r.stage, r.scenario)
+        && r.fencing == Fencing::ReadsAndWrites
+        && want != outcome.verdict
+    {
+        return Err(Failure::failed(format!(
+            "{} x {} gave {}, the expected matrix says {want}: nothing written for it",
+            r.stage, r.scenario, outcome.verdict
+        )));
+    }
+    Ok(outcome.timeline)
+}
+
+/// Writes a run's recording and its rendered files.
+fn write(book: &Path, base: &str, command: &str, timeline: &Timeline) -> Result<(), Failure> {
+    let dir = book.join(GENERATED);
+    write_file(
+        &dir.join(format!("{base}.events.tsv")),
+        &timeline.recorded(),
+    )?;
+    for (name, text) in rendered(base, command, timeline) {
+        write_file(&dir.join(name), &text)?;
+    }
+    Ok(())
+}
+
 /// Writes every run's files again from what it recorded, in today's format.
 pub fn render_again(book: &Path) -> Result<(), Failure> {
     let dir = book.join(GENERATED);
-    for r in BOOK_RUNS {
-        let recorded = dir.join(format!("{}.events.tsv", r.base()));
+    for s in everything_shown() {
+        let recorded = dir.join(format!("{}.events.tsv", s.base));
         let text = std::fs::read_to_string(&recorded).map_err(|e| {
             Failure::failed(format!(
                 "cannot read {} ({e}): run `book-assets --only {}`",
                 recorded.display(),
-                r.base()
+                s.base
             ))
         })?;
         let timeline = Timeline::from_recorded(&text)
             .map_err(|e| Failure::failed(format!("{}: {e}", recorded.display())))?;
-        for (name, text) in rendered(r, &timeline) {
+        for (name, text) in rendered(&s.base, &s.command, &timeline) {
             write_file(&dir.join(name), &text)?;
         }
     }
@@ -205,17 +267,16 @@ pub fn render_again(book: &Path) -> Result<(), Failure> {
 }
 
 /// The files the book includes for a run: `(file name, text)`.
-fn rendered(r: &BookRun, timeline: &Timeline) -> [(String, String); 2] {
+fn rendered(base: &str, command: &str, timeline: &Timeline) -> [(String, String); 2] {
     let header = format!(
-        "<!-- Generated by `cargo run --release -- book-assets` from {}.events.tsv; do not edit. -->\n",
-        r.base()
+        "<!-- Generated by `cargo run --release -- book-assets` from {base}.events.tsv; do not edit. -->\n",
     );
-    let lines = format!("$ {}\n{}", r.command(), timeline.render());
+    let lines = format!("$ {command}\n{}", timeline.render());
     let timeline_md = format!("{header}{}", html::timeline(&lines));
     let diagram_md = format!("{header}\n```mermaid\n{}```\n", sequence_diagram(timeline));
     [
-        (format!("{}.timeline.md", r.base()), timeline_md),
-        (format!("{}.diagram.md", r.base()), diagram_md),
+        (format!("{base}.timeline.md"), timeline_md),
+        (format!("{base}.diagram.md"), diagram_md),
     ]
 }
 
@@ -224,8 +285,9 @@ fn rendered(r: &BookRun, timeline: &Timeline) -> [(String, String); 2] {
 fn check_all(book: &Path) -> Result<(), Failure> {
     let mut problems = Vec::new();
     let dir = book.join(GENERATED);
-    for r in BOOK_RUNS {
-        let recorded = dir.join(format!("{}.events.tsv", r.base()));
+    let shown = everything_shown();
+    for s in &shown {
+        let recorded = dir.join(format!("{}.events.tsv", s.base));
         let Ok(text) = std::fs::read_to_string(&recorded) else {
             problems.push(format!("{} is missing", recorded.display()));
             continue;
@@ -237,7 +299,7 @@ fn check_all(book: &Path) -> Result<(), Failure> {
                 continue;
             }
         };
-        for (name, want) in rendered(r, &timeline) {
+        for (name, want) in rendered(&s.base, &s.command, &timeline) {
             let path = dir.join(&name);
             match std::fs::read_to_string(&path) {
                 Ok(got) if got == want => {}
@@ -249,11 +311,12 @@ fn check_all(book: &Path) -> Result<(), Failure> {
             }
         }
     }
-    problems.extend(chapter_problems(book));
+    problems.extend(chapter_problems(book, &shown));
     if problems.is_empty() {
         println!(
-            "book assets: {} runs, every file current, every named run shown",
-            BOOK_RUNS.len()
+            "book assets: {} runs and {} stories, every file current, every named run shown",
+            BOOK_RUNS.len(),
+            BOOK_STORIES.len()
         );
         return Ok(());
     }
@@ -263,120 +326,6 @@ fn check_all(book: &Path) -> Result<(), Failure> {
     }
     message.push_str("run `cargo run --release -- book-assets` and include what a chapter names");
     Err(Failure::failed(message))
-}
-
-/// A chapter shows (by its timeline or its diagram) each run the list
-/// gives it; it includes only listed runs; and a run it names in its prose
-/// (`run stage4 get-del-race`) is one it shows.
-fn chapter_problems(book: &Path) -> Vec<String> {
-    let mut problems = Vec::new();
-    let Ok(entries) = std::fs::read_dir(book) else {
-        return vec![format!("{} cannot be read", book.display())];
-    };
-    let mut chapters: Vec<_> = entries
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|e| e == "md"))
-        .collect();
-    chapters.sort();
-    for path in chapters {
-        let name = path
-            .file_name()
-            .unwrap_or_default()
-            .to_string_lossy()
-            .into_owned();
-        let text = std::fs::read_to_string(&path).unwrap_or_default();
-        // Its timeline or its diagram shows a run.
-        let shows = |r: &BookRun| {
-            ["timeline", "diagram"].iter().any(|kind| {
-                text.contains(&format!(
-                    "{{{{#include {GENERATED}/{}.{kind}.md}}}}",
-                    r.base()
-                ))
-            })
-        };
-        for r in BOOK_RUNS.iter().filter(|r| r.chapter == name) {
-            if !shows(r) {
-                problems.push(format!(
-                    "{name} shows neither {GENERATED}/{0}.timeline.md nor {0}.diagram.md",
-                    r.base()
-                ));
-            }
-        }
-        for include in text.split(&format!("{{{{#include {GENERATED}/")).skip(1) {
-            let file = include.split("}}").next().unwrap_or_default();
-            let listed = BOOK_RUNS.iter().any(|r| {
-                r.chapter == name
-                    && [".timeline.md", ".diagram.md"]
-                        .iter()
-                        .any(|ext| file == format!("{}{ext}", r.base()))
-            });
-            let a_run = file.ends_with(".timeline.md") || file.ends_with(".diagram.md");
-            if a_run && !listed {
-                problems.push(format!(
-                    "{name} includes {GENERATED}/{file}, which no line of BOOK_RUNS gives it"
-                ));
-            }
-        }
-        for (stage, scenario) in named_runs(&text) {
-            let shown = BOOK_RUNS
-                .iter()
-                .any(|r| r.stage == stage && r.scenario == scenario && shows(r));
-            if !shown {
-                problems.push(format!(
-                    "{name} names `run {stage} {scenario}` but shows neither its timeline nor its diagram"
-                ));
-            }
-        }
-    }
-    problems
-}
-
-/// The runs a chapter's prose names: `-- run <stage> <scenario>`, and in a
-/// paragraph that says "real run", `cargo test -p <stage> --test <file>`
-/// whose file is a scenario's (`get_del_race`: `get-del-race`). Code
-/// blocks, which tell readers what to type, are left out.
-fn named_runs(text: &str) -> Vec<(String, String)> {
-    let mut runs = Vec::new();
-    let mut in_code = false;
-    let mut prose = String::new();
-    for line in text.lines() {
-        if line.trim_start().starts_with("```") {
-            in_code = !in_code;
-            continue;
-        }
-        if !in_code {
-            prose.push_str(line);
-            prose.push('\n');
-        }
-    }
-    // The first words of `text`, without the Markdown around them.
-    let words = |text: &str, n: usize| -> Vec<String> {
-        text.split(|c: char| c.is_whitespace() || c == '`' || c == ')' || c == ':')
-            .filter(|w| !w.is_empty())
-            .take(n)
-            .map(str::to_owned)
-            .collect()
-    };
-    for paragraph in prose.split("\n\n") {
-        let paragraph = paragraph.replace('\n', " ");
-        for named in paragraph.split("-- run ").skip(1) {
-            if let [stage, scenario] = &words(named, 2)[..] {
-                runs.push((stage.clone(), scenario.clone()));
-            }
-        }
-        if !paragraph.contains("real run") {
-            continue;
-        }
-        for test in paragraph.split("cargo test -p ").skip(1) {
-            if let [stage, flag, file] = &words(test, 3)[..]
-                && flag == "--test"
-                && scenario_named(&file.replace('_', "-")).is_ok()
-            {
-                runs.push((stage.clone(), file.replace('_', "-")));
-            }
-        }
-    }
-    runs
 }
 
 #[cfg(test)]
@@ -389,27 +338,37 @@ mod tests {
             assert!(stage_named(r.stage).is_ok(), "{}", r.stage);
             assert!(scenario_named(r.scenario).is_ok(), "{}", r.scenario);
         }
+        for s in BOOK_STORIES {
+            assert!(stage_named(s.stage).is_ok(), "{}", s.stage);
+        }
     }
 
     #[test]
-    fn a_real_run_of_a_scenarios_test_names_that_run() {
-        let text = "A real run of\n`cargo test -p stage4 --test get_del_race -- --nocapture`:\n\n\
-                    See `cargo test -p stage4 --test slow_business`.\n\n\
-                    A real run of `cargo test -p stage6 --test pubsub_wait`:\n";
-        assert_eq!(
-            named_runs(text),
-            vec![("stage4".to_owned(), "get-del-race".to_owned())],
-            "only a real run, and only of a scenario"
-        );
+    fn every_story_is_told_by_a_test_file_of_its_stage() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        for s in BOOK_STORIES {
+            let crate_dir = std::fs::read_dir(root)
+                .expect("the workspace")
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .find(|p| {
+                    std::fs::read_to_string(p.join("Cargo.toml"))
+                        .is_ok_and(|t| t.contains(&format!("name = \"{}\"", s.stage)))
+                })
+                .unwrap_or_else(|| panic!("no package {}", s.stage));
+            let test = crate_dir.join("tests").join(format!("{}.rs", s.test));
+            assert!(test.is_file(), "{} has no {}", s.name, test.display());
+        }
     }
 
     #[test]
-    fn prose_names_runs_and_code_blocks_do_not() {
-        let text = "A real run (`cargo run --release -- run stage1 killed-holder`):\n\
-                    ```sh\ncargo run --release -- run stage4 get-del-race\n```\n";
-        assert_eq!(
-            named_runs(text),
-            vec![("stage1".to_owned(), "killed-holder".to_owned())]
-        );
+    fn names_are_unique() {
+        let shown = everything_shown();
+        for (i, s) in shown.iter().enumerate() {
+            assert!(
+                shown[i + 1..].iter().all(|t| t.base != s.base),
+                "{} twice",
+                s.base
+            );
+        }
     }
 }
