@@ -225,22 +225,16 @@ async fn w1(
     sizes: &Sizes,
     report: &mut Report,
 ) -> Result<(), LockError> {
-    let subjects: Vec<Subject> = one_node_subjects()
-        .into_iter()
-        .filter(|s| args.measures(s.name()))
-        .collect();
-    let mut locks = Vec::new();
-    for subject in &subjects {
-        let config = config("bench:w1", RETRIES[0]);
-        locks.push(subject.client(servers.urls(1), "bench-w1", config).await?);
-    }
-    let measured = runs::pairs(&locks, sizes.warmup, sizes.w1).await?;
-    for (subject, paired) in subjects.iter().zip(measured) {
-        let mut row = timed("w1", subject.name(), paired.latencies, paired.peak_kib);
-        row.errors = paired.errors;
-        report.rows.push(row);
-    }
-    Ok(())
+    turns(
+        "w1",
+        args,
+        one_node_subjects(),
+        servers.urls(1),
+        sizes.warmup,
+        sizes.w1,
+        report,
+    )
+    .await
 }
 
 /// w2: each lock at each waiting setting; rslock at one more.
@@ -313,18 +307,44 @@ async fn w3(
     report
         .rows
         .push(timed("w3", "PING x5 at once", latencies, peak_kib()));
-    let subjects: Vec<Subject> = [Subject::Stage(stage7::STAGE), Subject::Rslock]
+    let subjects = vec![Subject::Stage(stage7::STAGE), Subject::Rslock];
+    turns(
+        "w3",
+        args,
+        subjects,
+        servers.urls(5),
+        sizes.warmup,
+        sizes.w3,
+        report,
+    )
+    .await
+}
+
+/// The locks of `subjects` that the command line asks for, on `urls`,
+/// taking turns (`runs::pairs`): one row each for `workload`.
+async fn turns(
+    workload: &'static str,
+    args: &Args,
+    subjects: Vec<Subject>,
+    urls: Vec<String>,
+    warmup: usize,
+    rounds: usize,
+    report: &mut Report,
+) -> Result<(), LockError> {
+    let subjects: Vec<Subject> = subjects
         .into_iter()
         .filter(|s| args.measures(s.name()))
         .collect();
+    let key = format!("bench:{workload}");
+    let name = format!("bench-{workload}");
     let mut locks = Vec::new();
     for subject in &subjects {
-        let config = config("bench:w3", RETRIES[0]);
-        locks.push(subject.client(servers.urls(5), "bench-w3", config).await?);
+        let config = config(&key, RETRIES[0]);
+        locks.push(subject.client(urls.clone(), &name, config).await?);
     }
-    let measured = runs::pairs(&locks, sizes.warmup, sizes.w3).await?;
+    let measured = runs::pairs(&locks, warmup, rounds).await?;
     for (subject, paired) in subjects.iter().zip(measured) {
-        let mut row = timed("w3", subject.name(), paired.latencies, paired.peak_kib);
+        let mut row = timed(workload, subject.name(), paired.latencies, paired.peak_kib);
         row.errors = paired.errors;
         report.rows.push(row);
     }

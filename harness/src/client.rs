@@ -106,6 +106,14 @@ impl Client {
         self.note_acquire(result)
     }
 
+    /// Takes a lock the story knows is free, waiting at most `wait`; that
+    /// it cannot is an error (the story cannot be told), not a verdict.
+    pub async fn acquire_free(&self, wait: Duration) -> Result<Acquired> {
+        self.acquire(wait).await?.ok_or_else(|| {
+            HarnessError::Unsupported(format!("{} could not take a free lock", self.name))
+        })
+    }
+
     fn note_acquire(
         &self,
         result: Result<Option<Acquired>, LockError>,

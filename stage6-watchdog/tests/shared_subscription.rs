@@ -137,6 +137,36 @@ async fn subscriber_id(node: &Node, name: &str) -> u64 {
         .expect("a subscribed connection")
 }
 
+/// client-A holding the lock on a node of its own, and client-B, whose
+/// every command is counted, connected and about to wait.
+struct Held {
+    node: Node,
+    holder: RLock,
+    sent: Sent,
+    refused: watch::Receiver<usize>,
+    waiter: Arc<RLock>,
+}
+
+async fn held_by_a_while_b_connects() -> Held {
+    let node = lock_node().await;
+    let holder = RLock::connect(ClientSetup::new(vec![node.url()], "client-A", config()))
+        .await
+        .unwrap();
+    let sent = Sent::default();
+    let (log, refused) = sent.log();
+    let mut setup = ClientSetup::new(vec![node.url()], "client-B", config());
+    setup.replies = Some(log);
+    let waiter = Arc::new(RLock::connect(setup).await.unwrap());
+    holder.lock().await.unwrap();
+    Held {
+        node,
+        holder,
+        sent,
+        refused,
+        waiter,
+    }
+}
+
 async fn wait_until(refused: &mut watch::Receiver<usize>, at_least: usize) {
     timeout(PATIENCE, refused.wait_for(|&n| n >= at_least))
         .await
@@ -146,17 +176,13 @@ async fn wait_until(refused: &mut watch::Receiver<usize>, at_least: usize) {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn three_waiting_tasks_share_one_subscription_and_each_unlock_wakes_one() {
-    let node = lock_node().await;
-    let holder = RLock::connect(ClientSetup::new(vec![node.url()], "client-A", config()))
-        .await
-        .unwrap();
-    let sent = Sent::default();
-    let (log, mut refused) = sent.log();
-    let mut setup = ClientSetup::new(vec![node.url()], "client-B", config());
-    setup.replies = Some(log);
-    let waiter = Arc::new(RLock::connect(setup).await.unwrap());
-
-    holder.lock().await.unwrap();
+    let Held {
+        node,
+        holder,
+        sent,
+        mut refused,
+        waiter,
+    } = held_by_a_while_b_connects().await;
     // Three tasks of client-B: three owners, all waiting for client-A.
     let tasks: Vec<_> = (0..WAITERS)
         .map(|_| {
@@ -208,17 +234,13 @@ async fn three_waiting_tasks_share_one_subscription_and_each_unlock_wakes_one() 
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_waiter_whose_subscriber_connection_is_killed_listens_again() {
-    let node = lock_node().await;
-    let holder = RLock::connect(ClientSetup::new(vec![node.url()], "client-A", config()))
-        .await
-        .unwrap();
-    let sent = Sent::default();
-    let (log, mut refused) = sent.log();
-    let mut setup = ClientSetup::new(vec![node.url()], "client-B", config());
-    setup.replies = Some(log);
-    let waiter = Arc::new(RLock::connect(setup).await.unwrap());
-
-    holder.lock().await.unwrap();
+    let Held {
+        node,
+        holder,
+        sent,
+        mut refused,
+        waiter,
+    } = held_by_a_while_b_connects().await;
     let task = {
         let waiter = Arc::clone(&waiter);
         tokio::spawn(async move { waiter.try_lock(PATIENCE, None).await.unwrap().is_some() })

@@ -24,7 +24,7 @@ use lockcore::{Acquired, Description, StageEntry};
 
 use super::{Outcome, Run, ScenarioEnv};
 use crate::Client;
-use crate::error::{HarnessError, Result};
+use crate::error::Result;
 
 pub(super) fn not_applicable(stage: &Description) -> Option<&'static str> {
     (stage.stage == 0).then_some("no lock to leave behind")
@@ -58,10 +58,7 @@ pub(super) async fn run(stage: StageEntry, env: ScenarioEnv) -> Result<Outcome> 
     let b = run.client("client-B").await?;
 
     // 1. A's business fails and its release is skipped.
-    let held_a = a
-        .acquire(timing.patience())
-        .await?
-        .ok_or_else(|| HarnessError::Unsupported("client-A could not take a free lock".into()))?;
+    let held_a = a.acquire_free(timing.patience()).await?;
     if let Err(failure) = buy_without_finally(&a, &held_a).await? {
         run.factory.ledger.left(
             "client-A",

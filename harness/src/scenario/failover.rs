@@ -19,10 +19,11 @@
 //! Facts: `lock_on_new_master` (1 when the promoted replica had A's lock
 //! key) and `b_acquired`, each 1 or 0.
 
-use lockcore::{Description, StageEntry};
+use lockcore::{Acquired, Description, StageEntry};
 
 use super::{Outcome, Run, ScenarioEnv};
-use crate::error::{HarnessError, Result};
+use crate::client::Client;
+use crate::error::Result;
 
 /// Items for sale: one, so a second order is an oversell.
 const STOCK: i64 = 1;
@@ -51,10 +52,7 @@ pub(super) async fn run(stage: StageEntry, env: ScenarioEnv) -> Result<Outcome> 
     run.narrate("replication held back: from now on nothing the master sends reaches the replica");
 
     // 2. A takes the lock on the master and starts its business.
-    let held_a = a
-        .acquire(timing.patience())
-        .await?
-        .ok_or_else(|| HarnessError::Unsupported("client-A could not take a free lock".into()))?;
+    let held_a = a.acquire_free(timing.patience()).await?;
     let read_a = a.read_stock(&held_a).await?;
 
     // 3. The master dies with the only copy of A's lock.
@@ -65,36 +63,81 @@ pub(super) async fn run(stage: StageEntry, env: ScenarioEnv) -> Result<Outcome> 
     // 4. The replica takes over.
     run.narrate("promoting the replica: REPLICAOF NO ONE");
     run.promote(REPLICA).await?;
-    let lock_survived = run.lock_key_exists(REPLICA).await?;
-    run.facts
-        .insert("lock_on_new_master", i64::from(lock_survived));
-    run.narrate(format!(
-        "the new master {} the lock key",
-        if lock_survived {
-            "has"
-        } else {
-            "does NOT have"
-        }
-    ));
+    note_lock_on_new_master(&mut run, REPLICA, "the new master").await?;
 
-    // 5. B finds the new master.
+    // 5 and 6.
     let b = run
         .factory
         .client_at("client-B", vec![run.nodes[REPLICA].url()])
         .await?;
+    a_stale_b_on_new_master(
+        &mut run,
+        Stale {
+            a: &a,
+            held_a: &held_a,
+            read_a,
+        },
+        &b,
+        "the new one",
+    )
+    .await?;
+    let outcome = run.finish().await;
+    drop(link);
+    outcome
+}
+
+/// Whether `nodes[promoted]`, now the master, had client-A's lock key: the
+/// fact `lock_on_new_master`, and a line saying it of `subject`.
+pub(super) async fn note_lock_on_new_master(
+    run: &mut Run,
+    promoted: usize,
+    subject: &str,
+) -> Result<()> {
+    let lock_survived = run.lock_key_exists(promoted).await?;
+    run.facts
+        .insert("lock_on_new_master", i64::from(lock_survived));
+    let has = if lock_survived {
+        "has"
+    } else {
+        "does NOT have"
+    };
+    run.narrate(format!("{subject} {has} the lock key"));
+    Ok(())
+}
+
+/// client-A after its master died: it still believes it holds the lock,
+/// and has read the stock.
+pub(super) struct Stale<'a> {
+    pub a: &'a Client,
+    pub held_a: &'a Acquired,
+    pub read_a: i64,
+}
+
+/// The end of every failover story: client-B asks the new master (granted
+/// by `granted_by`) for the lock and buys, then client-A, who never
+/// learned its lock is gone, finishes its purchase on the stock it read
+/// and releases towards the dead master.
+pub(super) async fn a_stale_b_on_new_master(
+    run: &mut Run,
+    stale: Stale<'_>,
+    b: &Client,
+    granted_by: &str,
+) -> Result<()> {
+    let timing = run.env.timing;
+    // 5. B finds the new master.
     let held_b = b.acquire(timing.patience()).await?;
     run.facts.insert("b_acquired", i64::from(held_b.is_some()));
     if let Some(held_b) = &held_b {
-        run.narrate(
-            "TWO HOLDERS: client-A (granted by the dead master) and client-B (by the new one)",
-        );
+        run.narrate(format!(
+            "TWO HOLDERS: client-A (granted by the dead master) and client-B (by {granted_by})"
+        ));
         b.buy_one(held_b, timing.business).await?;
     }
 
     // 6. A never learned that its lock is gone.
     run.narrate("client-A, still believing it holds the lock, finishes its purchase");
-    a.sell(read_a, &held_a).await?;
-    if let Err(e) = a.release(&held_a).await {
+    stale.a.sell(stale.read_a, stale.held_a).await?;
+    if let Err(e) = stale.a.release(stale.held_a).await {
         run.narrate(format!(
             "client-A's release cannot reach the dead master: {e}"
         ));
@@ -103,7 +146,5 @@ pub(super) async fn run(stage: StageEntry, env: ScenarioEnv) -> Result<Outcome> 
         // A refusal is already in the timeline.
         let _ = b.release(&held_b).await?;
     }
-    let outcome = run.finish().await;
-    drop(link);
-    outcome
+    Ok(())
 }

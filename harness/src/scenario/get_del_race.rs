@@ -30,12 +30,11 @@
 //! `b_lock_survived`: 1 when the lock key still holds B's value after A's
 //! release.
 
-use std::pin::pin;
-
 use lockcore::{Description, Point, Release, StageEntry};
 
+use super::stop::stop_at;
 use super::{Outcome, Run, ScenarioEnv};
-use crate::error::{HarnessError, Result};
+use crate::error::Result;
 
 /// Items for sale: one for A, one for B.
 const STOCK: i64 = 2;
@@ -61,25 +60,12 @@ pub(super) async fn run(stage: StageEntry, env: ScenarioEnv) -> Result<Outcome> 
     let b = run.client("client-B").await?;
 
     // 1. A takes the lock and does its business.
-    let held_a = a
-        .acquire(timing.patience())
-        .await?
-        .ok_or_else(|| HarnessError::Unsupported("client-A could not take a free lock".into()))?;
+    let held_a = a.acquire_free(timing.patience()).await?;
     a.buy_one(&held_a, timing.business).await?;
 
     // 2. A's release is stopped on its way.
     let point = stop_point(&stage.description);
-    let held_back = a.faults().pause_at(point);
-    let mut a_release = pin!(a.leave_then_release(&held_a));
-    tokio::select! {
-        () = held_back.arrived() => {}
-        done = a_release.as_mut() => {
-            let outcome = done?;
-            return Err(HarnessError::Unsupported(format!(
-                "client-A's release finished ({outcome:?}) without reaching {point}"
-            )));
-        }
-    }
+    let held_back = stop_at(&a, point, a.leave_then_release(&held_a)).await?;
 
     // 3. B tries while A's release waits.
     run.narrate(format!(
@@ -95,8 +81,8 @@ pub(super) async fn run(stage: StageEntry, env: ScenarioEnv) -> Result<Outcome> 
     });
 
     // 4. A's release goes on.
-    held_back.open();
-    let a_deleted = matches!(a_release.await?, Ok(Release::Deleted));
+    held_back.gate.open();
+    let a_deleted = matches!(held_back.work.await?, Ok(Release::Deleted));
     run.facts.insert("a_release_deleted", i64::from(a_deleted));
 
     // 5. What became of B's lock, and B's turn.

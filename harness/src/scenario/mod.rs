@@ -24,6 +24,7 @@ mod sentinel_topology;
 mod slow_business;
 mod split_brain;
 mod stale_write_first;
+mod stop;
 
 use std::collections::BTreeMap;
 use std::future::Future;

@@ -40,6 +40,7 @@ use std::time::Duration;
 
 use lockcore::StageEntry;
 
+use super::failover::{Stale, a_stale_b_on_new_master, note_lock_on_new_master};
 use super::{Outcome, Run, ScenarioEnv};
 use crate::error::{HarnessError, Result};
 
@@ -86,10 +87,7 @@ pub(super) async fn run(stage: StageEntry, env: ScenarioEnv, confirm: Confirm) -
     }
 
     // 2. A takes the lock on the master the Sentinels named.
-    let held_a = a
-        .acquire(timing.patience())
-        .await?
-        .ok_or_else(|| HarnessError::Unsupported("client-A could not take a free lock".into()))?;
+    let held_a = a.acquire_free(timing.patience()).await?;
     if confirm != Confirm::Nothing {
         let acknowledged = wait_for_replicas(&run, &sentinels.url(), a.name()).await?;
         run.facts.insert("replicas_acknowledged", acknowledged);
@@ -137,42 +135,17 @@ pub(super) async fn run(stage: StageEntry, env: ScenarioEnv, confirm: Confirm) -
                 "the Sentinels promoted {new_master}, not a replica of this run"
             ))
         })?;
-    let lock_survived = run.lock_key_exists(promoted).await?;
-    run.facts
-        .insert("lock_on_new_master", i64::from(lock_survived));
-    run.narrate(format!(
-        "the Sentinels promoted {}; it {} the lock key",
-        run.nodes[promoted].label(),
-        if lock_survived {
-            "has"
-        } else {
-            "does NOT have"
-        }
-    ));
+    let subject = format!("the Sentinels promoted {}; it", run.nodes[promoted].label());
+    note_lock_on_new_master(&mut run, promoted, &subject).await?;
 
-    // 5. B asks the Sentinels for the master.
+    // 5 and 6: B asks the Sentinels for the master.
     let b = run.client("client-B").await?;
-    let held_b = b.acquire(timing.patience()).await?;
-    run.facts.insert("b_acquired", i64::from(held_b.is_some()));
-    if let Some(held_b) = &held_b {
-        run.narrate(
-            "TWO HOLDERS: client-A (granted by the dead master) and client-B (by the one the Sentinels promoted)",
-        );
-        b.buy_one(held_b, timing.business).await?;
-    }
-
-    // 6. A never learned that its lock is gone.
-    run.narrate("client-A, still believing it holds the lock, finishes its purchase");
-    a.sell(read_a, &held_a).await?;
-    if let Err(e) = a.release(&held_a).await {
-        run.narrate(format!(
-            "client-A's release cannot reach the dead master: {e}"
-        ));
-    }
-    if let Some(held_b) = held_b {
-        // A refusal is already in the timeline.
-        let _ = b.release(&held_b).await?;
-    }
+    let stale = Stale {
+        a: &a,
+        held_a: &held_a,
+        read_a,
+    };
+    a_stale_b_on_new_master(&mut run, stale, &b, "the one the Sentinels promoted").await?;
     sentinels.stop_watching();
     run.finish().await
 }

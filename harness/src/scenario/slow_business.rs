@@ -29,14 +29,12 @@
 //! still exists after A's release) and `c_acquired` (C got in while B was
 //! inside).
 
-use std::future::Future;
-use std::pin::{Pin, pin};
+use lockcore::{Acquired, Description, Point, Release, StageEntry};
 
-use lockcore::{Description, Point, Release, StageEntry};
-
+use super::stop::{Stopped, stop_at};
 use super::{Outcome, Run, ScenarioEnv};
-use crate::error::{HarnessError, Result};
-use crate::fault::Gate;
+use crate::client::Client;
+use crate::error::Result;
 use crate::workload::Sale;
 
 /// Items for sale: one, so any second order is an oversell.
@@ -56,29 +54,18 @@ pub(super) async fn run(stage: StageEntry, env: ScenarioEnv) -> Result<Outcome> 
     let c = run.client("client-C").await?;
 
     // 1. A takes the lock, reads the stock, and stops inside.
-    let held_a = a
-        .acquire(timing.patience())
-        .await?
-        .ok_or_else(|| HarnessError::Unsupported("client-A could not take a free lock".into()))?;
-    let a_slow = a.faults().pause_at(Point::InCriticalSection);
-    let mut a_purchase = pin!(a.buy_one(&held_a, timing.business));
-    until_paused(a_purchase.as_mut(), &a_slow, "client-A").await?;
-    run.narrate(format!(
-        "client-A's business is slow: it stays inside while client-B waits up to {}ms",
-        timing.patience().as_millis()
-    ));
+    let held_a = a.acquire_free(timing.patience()).await?;
+    let a_slow = slow_inside(&run, &a, &held_a).await?;
 
     // 2. B waits for the lock as long as the run's patience.
     let Some(held_b) = b.acquire(timing.patience()).await? else {
         // The lock held: A finishes in peace, then B buys what is left.
         run.facts.insert("b_acquired", 0);
         run.narrate("client-B never got in while client-A worked: client-A finishes");
-        a_slow.open();
-        a_purchase.await?;
+        a_slow.gate.open();
+        a_slow.work.await?;
         a.release(&held_a).await??;
-        let held_b = b.acquire(timing.patience()).await?.ok_or_else(|| {
-            HarnessError::Unsupported("client-B could not take a free lock".into())
-        })?;
+        let held_b = b.acquire_free(timing.patience()).await?;
         b.buy_one(&held_b, timing.business).await?;
         b.release(&held_b).await??;
         return run.finish().await;
@@ -86,17 +73,16 @@ pub(super) async fn run(stage: StageEntry, env: ScenarioEnv) -> Result<Outcome> 
     run.facts.insert("b_acquired", 1);
 
     // 3. B buys and stops just before its release, still inside.
-    let b_inside = b.faults().pause_at(Point::BeforeRelease);
-    let mut b_purchase = pin!(async {
+    let b_inside = stop_at(&b, Point::BeforeRelease, async {
         b.buy_one(&held_b, timing.business).await?;
         b.release(&held_b).await
-    });
-    until_paused(b_purchase.as_mut(), &b_inside, "client-B").await?;
+    })
+    .await?;
 
     // 4. A wakes up, writes what it computed from its old read, releases.
     run.narrate("client-A's business finally ends");
-    a_slow.open();
-    let a_sale = a_purchase.await?;
+    a_slow.gate.open();
+    let a_sale = a_slow.work.await?;
     run.facts.insert(
         "a_write_rejected",
         i64::from(matches!(a_sale, Sale::Rejected { .. })),
@@ -123,23 +109,30 @@ pub(super) async fn run(stage: StageEntry, env: ScenarioEnv) -> Result<Outcome> 
     }
 
     // 6. B releases.
-    b_inside.open();
-    b_purchase.await??;
+    b_inside.gate.open();
+    b_inside.work.await??;
     run.finish().await
 }
 
-/// Drives `work` until its client stops at `gate`. A client that finishes
-/// without reaching the gate means the story went wrong: say so.
-pub(super) async fn until_paused<T>(
-    work: Pin<&mut impl Future<Output = Result<T>>>,
-    gate: &Gate,
-    who: &str,
-) -> Result<()> {
-    tokio::select! {
-        () = gate.arrived() => Ok(()),
-        done = work => {
-            done?;
-            Err(HarnessError::Unsupported(format!("{who} finished without reaching its fault point")))
-        }
-    }
+/// client-A, holding `held`, reads the stock and stops inside its
+/// critical section before it writes: a business slower than the lock's
+/// TTL, for as long as the story keeps the gate shut.
+pub(super) async fn slow_inside<'a>(
+    run: &Run,
+    a: &'a Client,
+    held: &'a Acquired,
+) -> Result<Stopped<'a, Sale>> {
+    let timing = run.env.timing;
+    let stopped = stop_at(
+        a,
+        Point::InCriticalSection,
+        a.buy_one(held, timing.business),
+    )
+    .await?;
+    run.narrate(format!(
+        "{}'s business is slow: it stays inside while client-B waits up to {}ms",
+        a.name(),
+        timing.patience().as_millis()
+    ));
+    Ok(stopped)
 }

@@ -24,13 +24,12 @@
 //! Facts, each 1 or 0: `b_acquired` (the lock expired under A), and when
 //! B got in, `a_write_rejected` and `b_write_rejected`.
 
-use std::pin::pin;
-
 use lockcore::{Point, StageEntry};
 
-use super::slow_business::until_paused;
+use super::slow_business::slow_inside;
+use super::stop::stop_at;
 use super::{Outcome, Run, ScenarioEnv};
-use crate::error::{HarnessError, Result};
+use crate::error::Result;
 use crate::workload::Sale;
 
 /// Items for sale: one, so any second order is an oversell.
@@ -43,46 +42,40 @@ pub(super) async fn run(stage: StageEntry, env: ScenarioEnv) -> Result<Outcome> 
     let b = run.client("client-B").await?;
 
     // 1. A takes the lock, reads the stock, and stops inside.
-    let held_a = a
-        .acquire(timing.patience())
-        .await?
-        .ok_or_else(|| HarnessError::Unsupported("client-A could not take a free lock".into()))?;
-    let a_slow = a.faults().pause_at(Point::InCriticalSection);
-    let mut a_purchase = pin!(a.buy_one(&held_a, timing.business));
-    until_paused(a_purchase.as_mut(), &a_slow, "client-A").await?;
-    run.narrate(format!(
-        "client-A's business is slow: it stays inside while client-B waits up to {}ms",
-        timing.patience().as_millis()
-    ));
+    let held_a = a.acquire_free(timing.patience()).await?;
+    let a_slow = slow_inside(&run, &a, &held_a).await?;
 
     // 2. B waits for the lock as long as the run's patience.
     let Some(held_b) = b.acquire(timing.patience()).await? else {
         run.facts.insert("b_acquired", 0);
         run.narrate("client-B never got in while client-A worked: client-A finishes");
-        a_slow.open();
-        a_purchase.await?;
+        a_slow.gate.open();
+        a_slow.work.await?;
         a.release(&held_a).await??;
         return run.finish().await;
     };
     run.facts.insert("b_acquired", 1);
 
     // 3. B reads the stock and stops before its write.
-    let b_before_write = b.faults().pause_at(Point::InCriticalSection);
-    let mut b_purchase = pin!(b.buy_one(&held_b, timing.business));
-    until_paused(b_purchase.as_mut(), &b_before_write, "client-B").await?;
+    let b_before_write = stop_at(
+        &b,
+        Point::InCriticalSection,
+        b.buy_one(&held_b, timing.business),
+    )
+    .await?;
 
     // 4. A's write lands first.
     run.narrate("client-B has read the stock; client-A's business ends and it writes first");
-    a_slow.open();
-    let a_sale = a_purchase.await?;
+    a_slow.gate.open();
+    let a_sale = a_slow.work.await?;
     run.facts.insert("a_write_rejected", rejected(a_sale));
     // A refusal (A's lock is long gone) is already in the timeline.
     let _ = a.release(&held_a).await?;
 
     // 5. B writes, then releases.
     run.narrate("client-B writes, from the stock it read before client-A's write");
-    b_before_write.open();
-    let b_sale = b_purchase.await?;
+    b_before_write.gate.open();
+    let b_sale = b_before_write.work.await?;
     run.facts.insert("b_write_rejected", rejected(b_sale));
     let _ = b.release(&held_b).await?;
     run.finish().await

@@ -123,22 +123,10 @@ mod tests {
     /// A takes the lock at 10; B's at `b_at`; A's DEL at 400.
     fn story(b_at: u64, release_command: &str) -> Option<Violation> {
         let mut s = Script::new(10);
-        s.op(
-            10,
-            "client-A",
-            Op::Acquire,
-            Phase::Invoke,
-            Detail::default(),
-        );
+        s.step(10, "client-A", Op::Acquire, Phase::Invoke);
         s.server(10, "client-A", "SET lock:stock 1 NX PX 300");
-        s.op(11, "client-A", Op::Acquire, Phase::Ok, Detail::default());
-        s.op(
-            b_at,
-            "client-B",
-            Op::Acquire,
-            Phase::Invoke,
-            Detail::default(),
-        );
+        s.step(11, "client-A", Op::Acquire, Phase::Ok);
+        s.step(b_at, "client-B", Op::Acquire, Phase::Invoke);
         s.server(b_at, "client-B", "SET lock:stock 1 NX PX 300");
         s.op(
             b_at + 1,
@@ -147,13 +135,7 @@ mod tests {
             Phase::Ok,
             Detail::default(),
         );
-        s.op(
-            399,
-            "client-A",
-            Op::Release,
-            Phase::Invoke,
-            Detail::default(),
-        );
+        s.step(399, "client-A", Op::Release, Phase::Invoke);
         s.server(400, "client-A", release_command);
         s.op(401, "client-A", Op::Release, Phase::Ok, word("deleted"));
         check(&s.history().entries())

@@ -93,17 +93,10 @@ fn released(entries: &[Entry], closed: Option<(usize, Duration)>) -> Option<Dura
 mod tests {
     use super::super::tests::Script;
     use super::*;
-    use crate::explore::history::Detail;
 
     fn refused(s: &mut Script, from: u64, to: u64) {
-        s.op(
-            from,
-            "client-B",
-            Op::Acquire,
-            Phase::Invoke,
-            Detail::default(),
-        );
-        s.op(to, "client-B", Op::Acquire, Phase::Fail, Detail::default());
+        s.step(from, "client-B", Op::Acquire, Phase::Invoke);
+        s.step(to, "client-B", Op::Acquire, Phase::Fail);
     }
 
     #[test]
@@ -119,24 +112,12 @@ mod tests {
     #[test]
     fn a_long_stalled_release_is_not_a_deadlock() {
         let mut s = Script::new(10);
-        s.op(
-            10,
-            "client-A",
-            Op::Acquire,
-            Phase::Invoke,
-            Detail::default(),
-        );
-        s.op(11, "client-A", Op::Acquire, Phase::Ok, Detail::default());
-        s.op(
-            20,
-            "client-A",
-            Op::Release,
-            Phase::Invoke,
-            Detail::default(),
-        );
+        s.step(10, "client-A", Op::Acquire, Phase::Invoke);
+        s.step(11, "client-A", Op::Acquire, Phase::Ok);
+        s.step(20, "client-A", Op::Release, Phase::Invoke);
         refused(&mut s, 30, 930);
         refused(&mut s, 931, 1831);
-        s.op(1850, "client-A", Op::Release, Phase::Ok, Detail::default());
+        s.step(1850, "client-A", Op::Release, Phase::Ok);
         s.section("client-B", 1860, 1900);
         assert_eq!(check(&s.history().entries()), None);
     }

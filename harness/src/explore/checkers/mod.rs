@@ -287,6 +287,11 @@ pub(crate) mod tests {
             self.push(ms, process, What::Op { op, phase, detail })
         }
 
+        /// An operation with nothing more to say.
+        pub(crate) fn step(&mut self, ms: u64, process: &str, op: Op, phase: Phase) -> usize {
+            self.op(ms, process, op, phase, Detail::default())
+        }
+
         pub(crate) fn server(&mut self, ms: u64, process: &str, command: &str) -> usize {
             self.push(
                 ms,
@@ -300,10 +305,10 @@ pub(crate) mod tests {
 
         /// acquire at `from`, release at `to`, all ok.
         pub(crate) fn section(&mut self, process: &str, from: u64, to: u64) {
-            self.op(from, process, Op::Acquire, Phase::Invoke, Detail::default());
+            self.step(from, process, Op::Acquire, Phase::Invoke);
             self.server(from, process, "SET lock:stock 1 NX PX 300");
             self.op(from + 1, process, Op::Acquire, Phase::Ok, Detail::default());
-            self.op(to, process, Op::Release, Phase::Invoke, Detail::default());
+            self.step(to, process, Op::Release, Phase::Invoke);
             self.server(to, process, "EVAL …");
             self.op(to + 1, process, Op::Release, Phase::Ok, word("deleted"));
         }
@@ -332,14 +337,8 @@ pub(crate) mod tests {
         assert_eq!(unexplained_overruns(&calm.history().entries()).len(), 1);
 
         let mut struck = Script::new(10);
-        struck.op(
-            10,
-            "client-A",
-            Op::Acquire,
-            Phase::Invoke,
-            Detail::default(),
-        );
-        struck.op(11, "client-A", Op::Acquire, Phase::Ok, Detail::default());
+        struck.step(10, "client-A", Op::Acquire, Phase::Invoke);
+        struck.step(11, "client-A", Op::Acquire, Phase::Ok);
         struck.push(
             20,
             "nemesis",
@@ -352,27 +351,15 @@ pub(crate) mod tests {
             },
         );
         struck.push(150, "redis", expiry);
-        struck.op(
-            200,
-            "client-A",
-            Op::Release,
-            Phase::Invoke,
-            Detail::default(),
-        );
+        struck.step(200, "client-A", Op::Release, Phase::Invoke);
         assert!(unexplained_overruns(&struck.history().entries()).is_empty());
     }
 
     #[test]
     fn a_kill_closes_the_section_of_the_client_it_struck() {
         let mut s = Script::new(10);
-        s.op(
-            10,
-            "client-A",
-            Op::Acquire,
-            Phase::Invoke,
-            Detail::default(),
-        );
-        s.op(11, "client-A", Op::Acquire, Phase::Ok, Detail::default());
+        s.step(10, "client-A", Op::Acquire, Phase::Invoke);
+        s.step(11, "client-A", Op::Acquire, Phase::Ok);
         s.push(
             50,
             "nemesis",
