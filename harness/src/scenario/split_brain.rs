@@ -20,9 +20,9 @@
 //!    promoted replica: TWO HOLDERS. B buys the item.
 //! 6. client-A finishes its purchase on the stock it read.
 //! 7. The partition heals (on Docker: the master is connected to the run's
-//!    network again, at the same address). The Sentinels find the old master claiming to be
-//!    a master and demote it (`+convert-to-slave`); it resyncs from the new
-//!    master and A's lock key disappears.
+//!    network again, at the same address). The Sentinels find the old
+//!    master claiming to be a master and demote it (`+convert-to-slave`);
+//!    it resyncs from the new master and A's lock key disappears.
 //!
 //! With [`Mitigation::MinReplicas`] (`min-replicas-to-write 1`,
 //! `min-replicas-max-lag 1`) the master refuses writes once it has heard
