@@ -1,8 +1,9 @@
 //! The Docker backend's guarantees, on a real engine: each node at its own
 //! address on its run's network; a restart comes back empty at the same
-//! address; a node cut off its network is unreachable until it rejoins; and
-//! no container outlives the process that made it (panic, Ctrl-C,
-//! `kill -9`).
+//! address; a node cut off its network is unreachable until it rejoins, by
+//! its peers too, while a node on the clients' network is still reached
+//! there; and no container outlives the process that made it (panic,
+//! Ctrl-C, `kill -9`).
 //!
 //! They need a Docker engine and an image (`LOCKSTAGES_REDIS_IMAGE`, built
 //! here with `docker/build-local-image.sh`; CI does). Without an engine, or
@@ -104,6 +105,79 @@ async fn a_node_cut_off_its_network_answers_nobody_until_it_rejoins() {
     assert_eq!(
         query(&node, &["PING"]).await.unwrap().as_deref(),
         Some("PONG")
+    );
+}
+
+/// Polls `node` (bounded) until `GET k` answers `wanted`; whether it did.
+async fn sees(node: &Node, wanted: Option<&str>, within: Duration) -> bool {
+    let deadline = Instant::now() + within;
+    loop {
+        let answer = tokio::time::timeout(Duration::from_secs(1), query(node, &["GET", "k"])).await;
+        if matches!(&answer, Ok(Ok(got)) if got.as_deref() == wanted) {
+            return true;
+        }
+        if Instant::now() > deadline {
+            return false;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// The split brain's partition: the master's replica reaches it only on the
+/// run's network, the harness also on the clients' network.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_node_cut_off_from_its_peers_is_still_reached_on_the_clients_network() {
+    let Some(backend) = docker_backend() else {
+        return;
+    };
+    let master = Node::start_with_clients_network(&backend, "master", &[])
+        .await
+        .unwrap();
+    let replica = Node::start(&backend, "replica", &[]).await.unwrap();
+    let (on_run_network, for_clients) = (master.peer_addr(), master.addr());
+    assert_ne!(on_run_network.ip(), for_clients.ip());
+    let host = on_run_network.ip().to_string();
+    let port = on_run_network.port().to_string();
+    query(&replica, &["REPLICAOF", &host, &port]).await.unwrap();
+    query(&master, &["SET", "k", "before"]).await.unwrap();
+    assert!(
+        sees(&replica, Some("before"), Duration::from_secs(20)).await,
+        "the replica never followed the master on the run's network"
+    );
+
+    let container = master.container().expect("a Docker node");
+    container.leave_network().await.unwrap();
+    // The harness still reaches the master (as client-A does) and writes.
+    query(&master, &["SET", "k", "during"]).await.unwrap();
+    // Its peers do not: the write does not reach the replica (over a link
+    // it takes a millisecond or so), and nothing answers at its address on
+    // the run's network.
+    assert!(
+        !sees(&replica, Some("during"), Duration::from_secs(2)).await,
+        "the replica received a write of a master cut off from it"
+    );
+    let cut = tokio::time::timeout(Duration::from_secs(2), async {
+        let url = format!("redis://{on_run_network}");
+        let mut conn = lockcore::connect(&url, "test")
+            .await
+            .map_err(|e| e.to_string())?;
+        redis::cmd("PING")
+            .query_async::<String>(&mut conn)
+            .await
+            .map_err(|e| e.to_string())
+    })
+    .await;
+    assert!(
+        !matches!(cut, Ok(Ok(_))),
+        "the master answered on the network it was cut off: {cut:?}"
+    );
+
+    // The heal: at the same address, and the replica catches up.
+    container.join_network().await.unwrap();
+    assert_eq!(master.peer_addr(), on_run_network);
+    assert!(
+        sees(&replica, Some("during"), Duration::from_secs(30)).await,
+        "the replica did not catch up with the master after the heal"
     );
 }
 

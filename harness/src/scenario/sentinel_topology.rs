@@ -10,13 +10,23 @@
 //! down after [`DOWN_AFTER`] without an answer (several of its pings, on a
 //! loaded machine too), so a failover takes a second or two.
 //!
-//! Each replica follows the master through a [`ReplicationLink`], and the
-//! Sentinels watch it through one more, so a story can hold replication
-//! back (keeping open the window in which the master has granted a lock its
-//! replicas have not seen), or cut the master off from all its peers: a
-//! partition. Clients on the master's side of it talk to the master
-//! directly.
+//! How the master's peers (replicas and Sentinels) reach it depends on the
+//! story:
+//! - [`Run::start_with_sentinels`]: each replica follows the master through
+//!   a [`ReplicationLink`], and the Sentinels watch it through one more, so
+//!   a story can hold replication back (keeping open the window in which
+//!   the master has granted a lock its replicas have not seen).
+//! - [`Run::start_with_sentinels_for_partition`]: a story cuts the master
+//!   off from all its peers, while clients on its side still talk to it. On
+//!   the Docker backend the peers reach the master at its own address on
+//!   the run's network, and the cut is a real one: the master is
+//!   disconnected from that network, then connected again at the same
+//!   address; the harness and the clients reach it over the run's clients'
+//!   network, which nothing else is on. On the process backend every node
+//!   is on loopback, so the peers go through links there too, and the cut
+//!   is the links dropping everything both ways.
 
+use std::net::SocketAddr;
 use std::time::Duration;
 
 use lockcore::StageEntry;
@@ -27,7 +37,7 @@ use super::replicated::{ReplicationLink, wait_in_sync};
 use super::{Run, ScenarioEnv};
 use crate::error::{HarnessError, Result};
 use crate::observe::{SentinelWatcher, wait_for_switch};
-use crate::server::Node;
+use crate::server::{Backend, Node, RedisContainer};
 
 /// The name the Sentinels know the master by.
 pub(crate) const SERVICE: &str = "lockmaster";
@@ -58,17 +68,29 @@ const LEASE: Duration = Duration::from_secs(30);
 /// How often the Sentinels' state is asked while they settle.
 const POLL: Duration = Duration::from_millis(50);
 
-/// The Sentinels of a run, their watchers, and the replication links.
-/// Keep it for as long as the run.
+/// The Sentinels of a run, their watchers, and the master's peers' paths
+/// to it. Keep it for as long as the run.
 pub(crate) struct SentinelTopology {
     /// Declared (so dropped) before the Sentinels: they stop reporting first.
     watchers: Vec<SentinelWatcher>,
     sentinels: Vec<Node>,
     switches: watch::Receiver<Option<String>>,
-    /// The replicas' links to the master.
-    links: Vec<ReplicationLink>,
-    /// The Sentinels' link to the master.
-    sentinel_link: ReplicationLink,
+    paths: PeerPaths,
+}
+
+/// How the master's replicas and Sentinels reach it.
+enum PeerPaths {
+    /// Through links on the harness's host, which can hold what the master
+    /// sends, or cut everything both ways.
+    Links {
+        /// The replicas' links to the master.
+        replicas: Vec<ReplicationLink>,
+        /// The Sentinels' link to the master.
+        sentinels: ReplicationLink,
+    },
+    /// At the master's own address on the run's Docker network, their only
+    /// way to it.
+    Network,
 }
 
 impl SentinelTopology {
@@ -84,7 +106,7 @@ impl SentinelTopology {
 
     /// Holds replication back on every replica's link.
     pub(crate) fn hold_replication(&self) {
-        for link in &self.links {
+        for link in self.replica_links() {
             link.hold();
         }
     }
@@ -92,25 +114,83 @@ impl SentinelTopology {
     /// Holds replication back on every replica's link but `index`'s
     /// (`nodes[index]`, 1 or 2).
     pub(crate) fn hold_replication_except(&self, index: usize) {
-        for (i, link) in self.links.iter().enumerate() {
+        for (i, link) in self.replica_links().iter().enumerate() {
             if i + 1 != index {
                 link.hold();
             }
         }
     }
 
-    /// Cuts the master off from its replicas and the Sentinels, both ways.
-    pub(crate) fn cut_master_off(&self) {
-        for link in self.links.iter().chain([&self.sentinel_link]) {
-            link.cut();
+    /// The replicas' links; none when they reach the master over the
+    /// network (only [`Run::start_with_sentinels_for_partition`] does that).
+    fn replica_links(&self) -> &[ReplicationLink] {
+        match &self.paths {
+            PeerPaths::Links { replicas, .. } => replicas,
+            PeerPaths::Network => &[],
         }
     }
 
-    /// Heals the partition.
-    pub(crate) fn heal(&self) {
-        for link in self.links.iter().chain([&self.sentinel_link]) {
-            link.heal();
+    /// Cuts the master (`run.nodes[0]`) off from its replicas and the
+    /// Sentinels, both ways, and says in the timeline how.
+    pub(crate) async fn cut_master_off(&self, run: &Run) -> Result<()> {
+        let master = &run.nodes[0];
+        match &self.paths {
+            PeerPaths::Links {
+                replicas,
+                sentinels,
+            } => {
+                for link in replicas.iter().chain([sentinels]) {
+                    link.cut();
+                }
+                run.narrate(format!(
+                    "the harness CUTS the links between {} and its peers (both replicas, all three Sentinels): nothing passes either way",
+                    master.label()
+                ));
+            }
+            PeerPaths::Network => {
+                let container = docker_node(master)?;
+                container.leave_network().await?;
+                run.narrate(format!(
+                    "the harness DISCONNECTED {} ({}) from Docker network {}, the only way its replicas and Sentinels reach it; the harness and client-A still reach it at {} on {}",
+                    master.label(),
+                    container.peer_addr().ip(),
+                    container.network_name().await?,
+                    container.addr().ip(),
+                    container.clients_network_name().await?,
+                ));
+            }
         }
+        Ok(())
+    }
+
+    /// Heals the partition, and says in the timeline how.
+    pub(crate) async fn heal(&self, run: &Run) -> Result<()> {
+        let master = &run.nodes[0];
+        match &self.paths {
+            PeerPaths::Links {
+                replicas,
+                sentinels,
+            } => {
+                for link in replicas.iter().chain([sentinels]) {
+                    link.heal();
+                }
+                run.narrate(format!(
+                    "the harness HEALS the links between {} and its peers",
+                    master.label()
+                ));
+            }
+            PeerPaths::Network => {
+                let container = docker_node(master)?;
+                container.join_network().await?;
+                run.narrate(format!(
+                    "the harness RECONNECTED {} to Docker network {}, at the same address ({})",
+                    master.label(),
+                    container.network_name().await?,
+                    container.peer_addr().ip(),
+                ));
+            }
+        }
+        Ok(())
     }
 
     /// Stops recording what the Sentinels say (before the run's reckoning,
@@ -139,6 +219,35 @@ impl Run {
         stock: i64,
         master_args: &[&str],
     ) -> Result<(Self, SentinelTopology)> {
+        Self::start_sentinel_topology(stage, env, stock, master_args, false).await
+    }
+
+    /// As [`Run::start_with_sentinels`], for a story that cuts the master
+    /// off from its peers ([`SentinelTopology::cut_master_off`]) while
+    /// clients on its side still reach it at `nodes[0].url()`. On the
+    /// Docker backend the peers reach the master over the run's network
+    /// only, and the cut disconnects it from there; replication cannot be
+    /// held.
+    pub(crate) async fn start_with_sentinels_for_partition(
+        stage: StageEntry,
+        env: ScenarioEnv,
+        stock: i64,
+        master_args: &[&str],
+    ) -> Result<(Self, SentinelTopology)> {
+        let by_network = matches!(env.backend, Backend::Docker { .. });
+        Self::start_sentinel_topology(stage, env, stock, master_args, by_network).await
+    }
+
+    /// The topology; with `by_network`, the peers reach the master at its
+    /// address on the run's network, and everyone else on the clients'
+    /// network.
+    async fn start_sentinel_topology(
+        stage: StageEntry,
+        env: ScenarioEnv,
+        stock: i64,
+        master_args: &[&str],
+        by_network: bool,
+    ) -> Result<(Self, SentinelTopology)> {
         if stage.description.nodes != 1 {
             return Err(HarnessError::Unsupported(format!(
                 "{} needs {} independent masters, not a master with Sentinels",
@@ -152,19 +261,41 @@ impl Run {
             .into_iter()
             .chain(master_args.iter().copied())
             .collect();
-        let master = Node::start(&env.backend, "master", &args).await?;
+        let master = if by_network {
+            Node::start_with_clients_network(&env.backend, "master", &args).await?
+        } else {
+            Node::start(&env.backend, "master", &args).await?
+        };
         let mut nodes = vec![master];
         let mut links = Vec::new();
         for i in 1..=2 {
-            let link = ReplicationLink::start(&nodes[0]).await?;
             let replica = Node::start(&env.backend, &format!("replica{i}"), &args).await?;
-            follow(&replica, &link).await?;
+            let master_addr = if by_network {
+                nodes[0].peer_addr()
+            } else {
+                let link = ReplicationLink::start(&nodes[0]).await?;
+                let addr = link.addr;
+                links.push(link);
+                addr
+            };
+            follow(&replica, master_addr).await?;
             wait_in_sync(&replica).await?;
             nodes.push(replica);
-            links.push(link);
         }
-        let sentinel_link = ReplicationLink::start(&nodes[0]).await?;
-        let (master_host, master_port) = (sentinel_link.addr.ip(), sentinel_link.addr.port());
+        let paths = if by_network {
+            PeerPaths::Network
+        } else {
+            PeerPaths::Links {
+                replicas: links,
+                sentinels: ReplicationLink::start(&nodes[0]).await?,
+            }
+        };
+        // Where the Sentinels find the master.
+        let seen_by_peers = match &paths {
+            PeerPaths::Links { sentinels, .. } => sentinels.addr,
+            PeerPaths::Network => nodes[0].peer_addr(),
+        };
+        let (master_host, master_port) = (seen_by_peers.ip(), seen_by_peers.port());
         let mut sentinels = Vec::new();
         for i in 1..=3 {
             let down_after = DOWN_AFTER + DOWN_AFTER_STEP * (i - 1);
@@ -202,15 +333,12 @@ impl Run {
             watchers,
             sentinels,
             switches,
-            links,
-            sentinel_link,
+            paths,
         };
-        // The Sentinels name the master by its link's address.
+        // The Sentinels name the master by the address they reach it at.
         let master_label = run.nodes[0].label().to_owned();
-        run.timeline().name_node(
-            &format!("redis://{}", topology.sentinel_link.addr),
-            &master_label,
-        );
+        run.timeline()
+            .name_node(&format!("redis://{seen_by_peers}"), &master_label);
         run.factory.lock_urls = vec![topology.url()];
         run.narrate(format!(
             "3 Sentinels watch the master (quorum {QUORUM}, down after {}ms or a little more); both replicas are in sync; clients find the master through the Sentinels",
@@ -220,9 +348,10 @@ impl Run {
     }
 }
 
-/// Makes `replica` follow the master through `link`, announcing its own
-/// address (the master sees the link's address, not the replica's).
-async fn follow(replica: &Node, link: &ReplicationLink) -> Result<()> {
+/// Makes `replica` follow the master at `master` (a link's address, or
+/// the master's own), announcing its own address (through a link, the
+/// master sees the link's address, not the replica's).
+async fn follow(replica: &Node, master: SocketAddr) -> Result<()> {
     let mut conn = lockcore::connect(&replica.url(), "harness").await?;
     let (own_host, _) = replica.host_port();
     redis::cmd("CONFIG")
@@ -232,11 +361,19 @@ async fn follow(replica: &Node, link: &ReplicationLink) -> Result<()> {
         .query_async::<()>(&mut conn)
         .await?;
     redis::cmd("REPLICAOF")
-        .arg(link.addr.ip().to_string())
-        .arg(link.addr.port())
+        .arg(master.ip().to_string())
+        .arg(master.port())
         .query_async::<()>(&mut conn)
         .await?;
     Ok(())
+}
+
+/// The container behind `node`, which a topology started with
+/// `by_network` has.
+fn docker_node(node: &Node) -> Result<&RedisContainer> {
+    node.container().ok_or_else(|| {
+        HarnessError::Unsupported(format!("{} is not a Docker container", node.label()))
+    })
 }
 
 /// Waits until `sentinel` knows `peers` other Sentinels and `replicas`

@@ -8,17 +8,21 @@
 //!
 //! 1. A master, two replicas in sync, three Sentinels; client-A talks to
 //!    the master directly (it is on the master's side).
-//! 2. The partition: the links between the master and all its peers are
-//!    cut, both ways.
+//! 2. The partition: the master is cut off from all its peers, both ways.
+//!    On the Docker backend it is disconnected from the run's network, the
+//!    only way its replicas and Sentinels reach it (client-A reaches it over
+//!    the run's clients' network); on the process backend the links its
+//!    peers reach it through drop everything (see `sentinel_topology`).
 //! 3. client-A takes the lock on the old master and reads the stock (1).
 //! 4. The Sentinels, unable to reach the master, agree that it is down and
 //!    promote a replica (`+switch-master`).
 //! 5. client-B asks the Sentinels for the master and takes the lock on the
 //!    promoted replica: TWO HOLDERS. B buys the item.
 //! 6. client-A finishes its purchase on the stock it read.
-//! 7. The partition heals. The Sentinels find the old master claiming to be
-//!    a master and demote it (`+convert-to-slave`); it resyncs from the new
-//!    master and A's lock key disappears.
+//! 7. The partition heals (on Docker: the master is connected to the run's
+//!    network again, at the same address). The Sentinels find the old
+//!    master claiming to be a master and demote it (`+convert-to-slave`);
+//!    it resyncs from the new master and A's lock key disappears.
 //!
 //! With [`Mitigation::MinReplicas`] (`min-replicas-to-write 1`,
 //! `min-replicas-max-lag 1`) the master refuses writes once it has heard
@@ -76,14 +80,14 @@ pub(super) async fn run(
         ],
     };
     let (mut run, mut sentinels) =
-        Run::start_with_sentinels(stage, env, STOCK, master_args).await?;
+        Run::start_with_sentinels_for_partition(stage, env, STOCK, master_args).await?;
     let timing = run.env.timing;
     // 1. A is on the master's side of what is about to happen.
     let master_url = run.nodes[MASTER].url();
     let a = run.factory.client_at("client-A", vec![master_url]).await?;
 
     // 2. The partition.
-    sentinels.cut_master_off();
+    sentinels.cut_master_off(&run).await?;
     let cut_at = Instant::now();
     run.narrate(
         "PARTITION: the master is cut off from both replicas and all three Sentinels; client-A, on its side, still reaches it",
@@ -153,7 +157,7 @@ pub(super) async fn run(
     }
 
     // 7. The heal, and the demotion of the old master.
-    sentinels.heal();
+    sentinels.heal(&run).await?;
     run.narrate("the partition HEALS: the old master and its peers hear each other again");
     wait_for_replication_info(&run.nodes[MASTER], "role", "slave", DEMOTED_WITHIN).await?;
     wait_for_replication_info(

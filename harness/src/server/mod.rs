@@ -173,6 +173,23 @@ impl Node {
         })
     }
 
+    /// Starts a node as [`Node::start`] does, that the harness and the
+    /// clients reach by a way of their own. On Docker that is the run's
+    /// clients' network, which stays open when the node is cut off the
+    /// run's network, where its peers reach it ([`Node::peer_addr`]): the
+    /// clients are on its side of the partition. Elsewhere, [`Node::start`].
+    pub async fn start_with_clients_network(
+        backend: &Backend,
+        label: &str,
+        extra_args: &[&str],
+    ) -> Result<Self> {
+        let mut node = Self::start(backend, label, extra_args).await?;
+        if let Server::Container(c) = &mut node.server {
+            c.join_clients_network().await?;
+        }
+        Ok(node)
+    }
+
     /// Starts a Sentinel on `backend` whose configuration file says
     /// `config`.
     pub async fn start_sentinel(backend: &Backend, label: &str, config: &str) -> Result<Self> {
@@ -233,6 +250,16 @@ impl Node {
     pub fn host_port(&self) -> (String, u16) {
         let addr = self.addr();
         (addr.ip().to_string(), addr.port())
+    }
+
+    /// Where other nodes reach it: [`Node::addr`], but for a container on
+    /// the clients' network too (see [`Node::start_with_clients_network`]),
+    /// whose peers reach it on the run's network.
+    pub fn peer_addr(&self) -> SocketAddr {
+        match &self.server {
+            Server::Container(c) => c.peer_addr(),
+            _ => self.addr(),
+        }
     }
 
     /// Where this node reaches the harness's own host, for a relay the

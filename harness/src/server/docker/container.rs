@@ -1,4 +1,5 @@
-//! A `redis-server` container on its run's network.
+//! A `redis-server` container on its run's network (and, when asked, on
+//! the run's clients' network too: see [`RedisContainer::join_clients_network`]).
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::Arc;
@@ -28,7 +29,10 @@ pub struct RedisContainer {
     container: ContainerAsync<GenericImage>,
     docker: Docker,
     image: String,
+    /// Where the harness and the clients reach it.
     addr: SocketAddr,
+    /// Where its peers reach it: its address on the run's network.
+    peer_addr: SocketAddr,
     network: Arc<RunNetwork>,
 }
 
@@ -38,6 +42,7 @@ impl std::fmt::Debug for RedisContainer {
             .field("id", &self.container.id())
             .field("image", &self.image)
             .field("addr", &self.addr)
+            .field("peer_addr", &self.peer_addr)
             .finish()
     }
 }
@@ -96,20 +101,53 @@ impl RedisContainer {
             ))
         })?;
         let ip = address_on(&docker, container.id(), &network_name).await?;
+        let addr = SocketAddr::new(IpAddr::V4(ip), port);
         let server = Self {
             container,
             docker,
             image: image.to_owned(),
-            addr: SocketAddr::new(IpAddr::V4(ip), port),
+            addr,
+            peer_addr: addr,
             network,
         };
         server.wait_ready().await?;
         Ok(server)
     }
 
-    /// The node's address on its network.
+    /// Where the harness and the clients reach the node: its address on
+    /// the run's network, or on the clients' network once it joined that.
     pub fn addr(&self) -> SocketAddr {
         self.addr
+    }
+
+    /// Where its peers (replicas, Sentinels) reach the node: its address on
+    /// the run's network, the one [`Self::leave_network`] takes away.
+    pub fn peer_addr(&self) -> SocketAddr {
+        self.peer_addr
+    }
+
+    /// The run's network's name, for timelines.
+    pub async fn network_name(&self) -> Result<String> {
+        Ok(self.network.name(&self.docker).await?.to_owned())
+    }
+
+    /// The run's clients' network's name, for timelines.
+    pub async fn clients_network_name(&self) -> Result<String> {
+        Ok(self.network.clients_name(&self.docker).await?.to_owned())
+    }
+
+    /// Connects the node to the run's clients' network as well, and has the
+    /// harness and the clients reach it there from now on: a way to it that
+    /// stays open when it is cut off the run's network, as for clients on
+    /// its side of a partition. Its peers still reach it at
+    /// [`Self::peer_addr`] only: the clients' network is internal, and
+    /// nothing else is on it but the host.
+    pub async fn join_clients_network(&mut self) -> Result<()> {
+        let name = self.network.clients_name(&self.docker).await?.to_owned();
+        self.connect(&name, None).await?;
+        let ip = address_on(&self.docker, self.container.id(), &name).await?;
+        self.addr = SocketAddr::new(IpAddr::V4(ip), self.addr.port());
+        self.wait_ready().await
     }
 
     /// Where this node reaches the harness's host: the network's gateway.
@@ -153,8 +191,15 @@ impl RedisContainer {
     /// persistence), at the same address.
     pub async fn restart(&mut self) -> Result<()> {
         self.kill().await?;
+        // A container started again is given new addresses unless they are
+        // pinned, which an endpoint made at connect time can be.
         self.leave_network().await?;
         self.join_network().await?;
+        if self.addr != self.peer_addr {
+            let name = self.network.clients_name(&self.docker).await?.to_owned();
+            self.disconnect(&name).await?;
+            self.connect(&name, Some(self.addr.ip())).await?;
+        }
         self.container
             .start()
             .await
@@ -162,37 +207,48 @@ impl RedisContainer {
         self.wait_ready().await
     }
 
-    /// Cuts the node off its network, as a host whose link went down: its
-    /// peers and the harness no longer reach it, nor it them.
+    /// Cuts the node off the run's network, as a host whose link went
+    /// down: its peers no longer reach it, nor it them (nor the harness,
+    /// unless the node is on the clients' network too).
     pub async fn leave_network(&self) -> Result<()> {
         let name = self.network.name(&self.docker).await?;
+        self.disconnect(name).await
+    }
+
+    /// Connects the node to the run's network again, at the address it had.
+    pub async fn join_network(&self) -> Result<()> {
+        let name = self.network.name(&self.docker).await?;
+        self.connect(name, Some(self.peer_addr.ip())).await
+    }
+
+    async fn disconnect(&self, network: &str) -> Result<()> {
         let request = NetworkDisconnectRequest {
             container: self.container.id().to_owned(),
             force: Some(true),
         };
         self.docker
-            .disconnect_network(name, request)
+            .disconnect_network(network, request)
             .await
-            .map_err(|e| HarnessError::Docker(format!("disconnect from {name}: {e}")))
+            .map_err(|e| HarnessError::Docker(format!("disconnect from {network}: {e}")))
     }
 
-    /// Connects the node to its network again, at the address it had.
-    pub async fn join_network(&self) -> Result<()> {
-        let name = self.network.name(&self.docker).await?;
+    /// Connects the node to `network`, at `ip` if given (else Docker
+    /// chooses).
+    async fn connect(&self, network: &str, ip: Option<IpAddr>) -> Result<()> {
         let request = NetworkConnectRequest {
             container: self.container.id().to_owned(),
             endpoint_config: Some(EndpointSettings {
-                ipam_config: Some(EndpointIpamConfig {
-                    ipv4_address: Some(self.addr.ip().to_string()),
+                ipam_config: ip.map(|ip| EndpointIpamConfig {
+                    ipv4_address: Some(ip.to_string()),
                     ..EndpointIpamConfig::default()
                 }),
                 ..EndpointSettings::default()
             }),
         };
         self.docker
-            .connect_network(name, request)
+            .connect_network(network, request)
             .await
-            .map_err(|e| HarnessError::Docker(format!("connect to {name}: {e}")))
+            .map_err(|e| HarnessError::Docker(format!("connect to {network}: {e}")))
     }
 
     async fn wait_ready(&self) -> Result<()> {

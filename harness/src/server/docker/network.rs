@@ -3,6 +3,12 @@
 //! The network has a subnet of its own choosing (a free `10.x.y.0/24`), so
 //! that a node can be given back its address after a restart or after it
 //! was cut off: Docker pins an address only on a subnet the user chose.
+//!
+//! A run may also have a clients' network beside it: an internal one that
+//! only the harness's host and the nodes that ask for it are on. A node on
+//! both is reached by its peers on the run's network and by the harness and
+//! the clients on the clients' network, so cutting it off the run's network
+//! is a partition with the clients on the node's side (split brain).
 
 use std::collections::HashMap;
 use std::net::Ipv4Addr;
@@ -24,6 +30,7 @@ const SUBNET_ATTEMPTS: usize = 40;
 #[derive(Debug, Default)]
 pub struct RunNetwork {
     made: OnceCell<Made>,
+    clients: OnceCell<Made>,
 }
 
 #[derive(Debug)]
@@ -44,14 +51,29 @@ impl RunNetwork {
         Ok(self.made(docker).await?.gateway)
     }
 
+    /// The clients' network's name, making it on first use.
+    pub async fn clients_name(&self, docker: &Docker) -> Result<&str> {
+        let made = self.made(docker).await?;
+        let clients = self
+            .clients
+            .get_or_try_init(|| create(docker, format!("{}-clients", made.name), true))
+            .await?;
+        Ok(&clients.name)
+    }
+
     async fn made(&self, docker: &Docker) -> Result<&Made> {
-        self.made.get_or_try_init(|| create(docker)).await
+        self.made
+            .get_or_try_init(|| create(docker, next_name(), false))
+            .await
     }
 }
 
 impl Drop for RunNetwork {
     fn drop(&mut self) {
-        if let Some(made) = self.made.take() {
+        for made in [self.clients.take(), self.made.take()]
+            .into_iter()
+            .flatten()
+        {
             // Best effort: the reaper removes it at the latest when this
             // process ends.
             let _ = blocking(move |docker| async move {
@@ -64,13 +86,19 @@ impl Drop for RunNetwork {
     }
 }
 
-async fn create(docker: &Docker) -> Result<Made> {
+/// A name no other run of this process has.
+fn next_name() -> String {
     static RUNS: AtomicU32 = AtomicU32::new(0);
-    let name = format!(
+    format!(
         "lockstages-{}-{}",
         owner(),
         RUNS.fetch_add(1, Ordering::Relaxed)
-    );
+    )
+}
+
+/// Makes a bridge network on a free subnet. An `internal` one has no way
+/// out but to the host: a node on it reaches no other network through it.
+async fn create(docker: &Docker, name: String, internal: bool) -> Result<Made> {
     let mut last_error = String::new();
     for _ in 0..SUBNET_ATTEMPTS {
         let [_, _, _, _, b, c, ..] = uuid::Uuid::new_v4().into_bytes();
@@ -78,6 +106,7 @@ async fn create(docker: &Docker) -> Result<Made> {
         let request = NetworkCreateRequest {
             name: name.clone(),
             driver: Some("bridge".into()),
+            internal: Some(internal),
             ipam: Some(Ipam {
                 config: Some(vec![IpamConfig {
                     subnet: Some(format!("10.{b}.{c}.0/24")),
