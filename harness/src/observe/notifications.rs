@@ -15,6 +15,8 @@
 use std::collections::HashMap;
 use std::sync::OnceLock;
 
+use redis::aio::ConnectionLike;
+
 use crate::error::{HarnessError, Result};
 
 /// `K` (keyspace channel), `g` (DEL, EXPIRE…), `$` (strings), `h`
@@ -62,7 +64,7 @@ fn borrowed() -> &'static tokio::sync::Mutex<HashMap<String, Borrowed>> {
     BORROWED.get_or_init(tokio::sync::Mutex::default)
 }
 
-async fn notify_flags(conn: &mut lockcore::Connection) -> redis::RedisResult<String> {
+async fn notify_flags(conn: &mut impl ConnectionLike) -> redis::RedisResult<String> {
     let (_, flags): (String, String) = redis::cmd("CONFIG")
         .arg("GET")
         .arg("notify-keyspace-events")
@@ -71,7 +73,7 @@ async fn notify_flags(conn: &mut lockcore::Connection) -> redis::RedisResult<Str
     Ok(flags)
 }
 
-async fn set_notify_flags(conn: &mut lockcore::Connection, flags: &str) -> redis::RedisResult<()> {
+async fn set_notify_flags(conn: &mut impl ConnectionLike, flags: &str) -> redis::RedisResult<()> {
     redis::cmd("CONFIG")
         .arg("SET")
         .arg("notify-keyspace-events")
@@ -154,10 +156,19 @@ impl Drop for BorrowedNotifications {
     }
 }
 
+/// Checks, once and before any run, that the server at `url` lets the
+/// harness read (and so set) its notification flags.
+pub(crate) async fn check_allowed(url: &str, conn: &mut impl ConnectionLike) -> Result<()> {
+    notify_flags(conn)
+        .await
+        .map(drop)
+        .map_err(|e| refused(url, &e))
+}
+
 fn refused(url: &str, e: &redis::RedisError) -> HarnessError {
     HarnessError::NoRedis(format!(
         "{}={url}: the verdicts are read from the server's own record, which needs \
-         CONFIG GET/SET notify-keyspace-events and MONITOR, and the server refused ({e})",
+         CONFIG (notify-keyspace-events) and MONITOR; the server refused CONFIG ({e})",
         crate::server::URL_VAR
     ))
 }

@@ -16,13 +16,16 @@ use crate::client::Client;
 use crate::error::{HarnessError, Result};
 use crate::fault::Gate;
 
+/// A client's work, boxed so that it can be kept while it waits.
+type Work<'a, T> = Pin<Box<dyn Future<Output = Result<T>> + Send + 'a>>;
+
 /// Work of one client, stopped at a fault point: opening `gate` lets it
 /// go on, and `work` is then awaited for its result.
 pub(super) struct Stopped<'a, T> {
     /// Where the client waits.
     pub gate: Gate,
     /// The rest of its work.
-    pub work: Pin<Box<dyn Future<Output = Result<T>> + Send + 'a>>,
+    pub work: Work<'a, T>,
 }
 
 /// Runs `work` (of `client`) until the client reaches `point`, and leaves
@@ -35,7 +38,7 @@ pub(super) async fn stop_at<'a, T>(
 ) -> Result<Stopped<'a, T>> {
     // Set before the work is first polled: the work is lazy.
     let gate = client.faults().pause_at(point);
-    let mut work: Pin<Box<dyn Future<Output = Result<T>> + Send + 'a>> = Box::pin(work);
+    let mut work: Work<'a, T> = Box::pin(work);
     tokio::select! {
         () = gate.arrived() => Ok(Stopped { gate, work }),
         done = work.as_mut() => {

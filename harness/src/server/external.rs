@@ -103,21 +103,9 @@ pub fn check(url: &str) -> Result<()> {
                     )));
                 }
             }
-            // The watcher borrows the server's keyspace notifications (see
-            // `observe::BorrowedNotifications`): say now, once, if it cannot.
-            redis::cmd("CONFIG")
-                .arg("GET")
-                .arg("notify-keyspace-events")
-                .query_async::<Vec<String>>(&mut conn)
-                .await
-                .map(drop)
-                .map_err(|e| {
-                    HarnessError::NoRedis(format!(
-                        "{URL_VAR}={url}: the verdicts are read from the server's own record, \
-                         which needs CONFIG (notify-keyspace-events) and MONITOR; the server \
-                         refused CONFIG ({e})"
-                    ))
-                })
+            // The watcher borrows the server's keyspace notifications: say
+            // now, once, if it cannot.
+            crate::observe::check_notifications_allowed(&url, &mut conn).await
         })
     })
     .join()

@@ -303,11 +303,26 @@ pub(crate) mod tests {
             )
         }
 
+        /// The nemesis starts a fault of `kind` on `target`.
+        pub(crate) fn strike(&mut self, ms: u64, kind: super::super::nemesis::Kind, target: &str) {
+            self.push(
+                ms,
+                "nemesis",
+                What::Nemesis {
+                    fault: 0,
+                    kind,
+                    phase: "start",
+                    target: Some(target.into()),
+                    text: kind.to_string(),
+                },
+            );
+        }
+
         /// acquire at `from`, release at `to`, all ok.
         pub(crate) fn section(&mut self, process: &str, from: u64, to: u64) {
             self.step(from, process, Op::Acquire, Phase::Invoke);
             self.server(from, process, "SET lock:stock 1 NX PX 300");
-            self.op(from + 1, process, Op::Acquire, Phase::Ok, Detail::default());
+            self.step(from + 1, process, Op::Acquire, Phase::Ok);
             self.step(to, process, Op::Release, Phase::Invoke);
             self.server(to, process, "EVAL …");
             self.op(to + 1, process, Op::Release, Phase::Ok, word("deleted"));
@@ -339,17 +354,7 @@ pub(crate) mod tests {
         let mut struck = Script::new(10);
         struck.step(10, "client-A", Op::Acquire, Phase::Invoke);
         struck.step(11, "client-A", Op::Acquire, Phase::Ok);
-        struck.push(
-            20,
-            "nemesis",
-            What::Nemesis {
-                fault: 0,
-                kind: super::super::nemesis::Kind::Freeze,
-                phase: "start",
-                target: Some("client-A".into()),
-                text: "freeze".into(),
-            },
-        );
+        struck.strike(20, super::super::nemesis::Kind::Freeze, "client-A");
         struck.push(150, "redis", expiry);
         struck.step(200, "client-A", Op::Release, Phase::Invoke);
         assert!(unexplained_overruns(&struck.history().entries()).is_empty());
@@ -360,17 +365,7 @@ pub(crate) mod tests {
         let mut s = Script::new(10);
         s.step(10, "client-A", Op::Acquire, Phase::Invoke);
         s.step(11, "client-A", Op::Acquire, Phase::Ok);
-        s.push(
-            50,
-            "nemesis",
-            What::Nemesis {
-                fault: 0,
-                kind: super::super::nemesis::Kind::Kill,
-                phase: "start",
-                target: Some("client-A".into()),
-                text: "kill".into(),
-            },
-        );
+        s.strike(50, super::super::nemesis::Kind::Kill, "client-A");
         let found = sections(&s.history().entries());
         assert_eq!(found.len(), 1);
         assert_eq!(
