@@ -43,6 +43,10 @@ pub(crate) struct Slot {
     reconnect_now: Notify,
     slow: Mutex<Option<Duration>>,
     stall: Mutex<Option<Duration>>,
+    /// Its critical section does not end before this (a node fault under
+    /// way keeps its holder inside), and who to tell when it moves.
+    stay: Mutex<Option<Instant>>,
+    stay_moved: Notify,
     /// The moment (in [`Slots`]'s count) its current lock was granted.
     granted: AtomicU64,
     /// Its last read of the stock.
@@ -72,6 +76,34 @@ impl Slot {
     /// Its next release stops for `stall` on its way.
     pub(crate) fn stall_next(&self, stall: Duration) {
         *lock(&self.stall) = Some(stall);
+    }
+
+    /// Its current critical section (or its next) works until `until` at
+    /// least: earlier or later than said before.
+    pub(crate) fn stay_until(&self, until: Instant) {
+        *lock(&self.stay) = Some(until);
+        self.stay_moved.notify_waiters();
+    }
+
+    /// Waits until the time set by [`Slot::stay_until`], which may move
+    /// meanwhile; then forgets it.
+    async fn stay(&self) {
+        loop {
+            let moved = self.stay_moved.notified();
+            tokio::pin!(moved);
+            moved.as_mut().enable();
+            let Some(until) = *lock(&self.stay) else {
+                return;
+            };
+            if Instant::now() >= until {
+                *lock(&self.stay) = None;
+                return;
+            }
+            tokio::select! {
+                () = &mut moved => {}
+                () = sleep_until(until) => {}
+            }
+        }
     }
 }
 
@@ -341,6 +373,7 @@ impl Workload<'_> {
         if let Some(extra) = extra {
             sleep(extra).await;
         }
+        state.stay().await;
 
         h.invoke(
             name,

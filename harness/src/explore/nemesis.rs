@@ -93,6 +93,11 @@ impl<'a> Nemesis<'a> {
     async fn play_one(&self, i: usize, fault: &Fault, start: Instant) {
         sleep_until(start + fault.at).await;
         if fault.kind == Kind::Failover {
+            // Held while a client holds the lock, so that the next grant
+            // surely comes after it.
+            let now = self.slots.moment();
+            let until = Instant::now() + self.ttl * AIM_TTLS;
+            let _ = self.slots.read_after(now, |_| true, until).await;
             self.hold_replication(i, fault).await;
         }
         let since = self.slots.moment();
@@ -212,8 +217,7 @@ impl<'a> Nemesis<'a> {
                 Ok(())
             }
             Kind::Restart => {
-                // The holder stays inside while its lock is gone.
-                self.slots.get(target).slow_next(fault.then);
+                let _inside = self.keep_inside(target, fault.then);
                 let mut run = self.run.lock().await;
                 for &node in &fault.nodes {
                     run.restart_node(node, self.proxies).await?;
@@ -222,7 +226,7 @@ impl<'a> Nemesis<'a> {
                 Ok(())
             }
             Kind::ClockJump => {
-                self.slots.get(target).slow_next(fault.then);
+                let _inside = self.keep_inside(target, fault.then);
                 let run = self.run.lock().await;
                 for &node in &fault.nodes {
                     // With a replica, the lock lives where the master is now.
@@ -236,10 +240,19 @@ impl<'a> Nemesis<'a> {
                 Ok(())
             }
             Kind::Failover => {
-                self.slots.get(target).slow_next(fault.then);
+                let _inside = self.keep_inside(target, fault.then);
                 self.fail_over().await
             }
         }
+    }
+
+    /// Keeps `target` inside its critical section while a node fault is
+    /// under way (a few TTLs at most), and `then` longer once it is done,
+    /// so that the lock it lost can be taken while it still works.
+    fn keep_inside(&self, target: usize, then: Duration) -> impl Drop + '_ {
+        let slot = self.slots.get(target);
+        slot.stay_until(Instant::now() + self.ttl * 3);
+        Inside(move || slot.stay_until(Instant::now() + then))
     }
 
     async fn end(&self, i: usize, fault: &Fault, target: &str) {
@@ -284,6 +297,16 @@ impl<'a> Nemesis<'a> {
             let _ = self.slots.signal(slot, Signal::Continue);
             self.proxies.heal(&client_name(slot));
         }
+    }
+}
+
+/// Runs its closure when dropped: when a node fault is over, however it
+/// ended.
+struct Inside<F: FnMut()>(F);
+
+impl<F: FnMut()> Drop for Inside<F> {
+    fn drop(&mut self) {
+        (self.0)();
     }
 }
 

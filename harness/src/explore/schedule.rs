@@ -152,8 +152,8 @@ pub struct Fault {
     pub into: Duration,
     /// A long freeze: how long after the next holder's read the frozen
     /// client is thawed (so that its stale write races the new holder's).
-    /// A node fault: how much longer the struck holder works, so that the
-    /// lock it lost can be taken while it is still inside.
+    /// A node fault: how much longer the struck holder stays inside once
+    /// the fault is done, so that the lock it lost can be taken meanwhile.
     pub then: Duration,
 }
 
@@ -182,8 +182,9 @@ impl Fault {
         self.kind == Kind::Freeze && self.length > ttl
     }
 
-    /// The latest this fault can be over, counted from the trial's start:
-    /// aiming waits at most [`AIM_TTLS`] for the holder's read; a freeze
+    /// The latest this fault can be over, counted from the trial's start
+    /// (the time a node takes to restart aside): aiming waits at most
+    /// [`AIM_TTLS`] for the holder's read; a freeze
     /// that outlives the lock waits at most half a TTL more for the next
     /// holder's read.
     pub fn latest_end(&self, ttl: Duration) -> Duration {
@@ -191,6 +192,8 @@ impl Fault {
         struck
             + match self.kind {
                 Kind::Freeze if self.outlives(ttl) => self.length + ttl / 2 + self.then,
+                // It first waits for a read to hold replication at.
+                Kind::Failover => ttl * AIM_TTLS + self.then,
                 _ => self.length.max(self.then),
             }
     }
@@ -227,18 +230,19 @@ impl Fault {
             ),
             Kind::Restart => write!(
                 f,
-                "lock node(s) {nodes} restart empty {into}ms after {holder}'s read; it works \
-                 {then}ms longer"
+                "lock node(s) {nodes} restart empty {into}ms after {holder}'s read; it stays \
+                 inside until then and {then}ms more"
             ),
             Kind::Failover => write!(
                 f,
-                "replication held; {into}ms after the read of {holder} granted after that, the \
-                 master killed and the replica promoted; it works {then}ms longer"
+                "replication held while a client is inside; {into}ms after the read of {holder} \
+                 granted after that, the master killed and the replica promoted; it stays \
+                 inside until then and {then}ms more"
             ),
             Kind::ClockJump => write!(
                 f,
                 "lock node(s) {nodes} jump {ms}ms forward {into}ms after {holder}'s read; it \
-                 works {then}ms longer"
+                 stays inside until then and {then}ms more"
             ),
         }
     }
@@ -266,7 +270,7 @@ pub struct Shape {
 /// first TTL and strike within the second; a deadlock they cause still
 /// leaves more than the liveness checker's three TTLs of refusals before
 /// the clients' last waits end. Short trials: more schedules a minute.
-pub const TRIAL_TTLS: u32 = 5;
+pub const TRIAL_TTLS: u32 = 6;
 /// The latest a fault starts aiming, in TTLs.
 pub const LATEST_START_TTLS: u64 = 1;
 /// How long, in TTLs, a fault waits at most for the holder it aims at.
