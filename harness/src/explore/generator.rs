@@ -51,6 +51,8 @@ pub(crate) struct Slot {
     granted: AtomicU64,
     /// Its last read of the stock.
     read: Mutex<Option<Read>>,
+    /// The moment its last release came back.
+    released: AtomicU64,
 }
 
 /// A client's read of the stock inside its critical section: the moment
@@ -159,29 +161,54 @@ impl Slots {
         self.1.changed.notify_waiters();
     }
 
+    /// Client `index`'s release came back: the lock is free, on the
+    /// master and soon on its replica.
+    fn released(&self, index: usize) {
+        let moment = self.next_moment();
+        self.get(index).released.store(moment, Ordering::SeqCst);
+        self.1.changed.notify_waiters();
+    }
+
     /// The first read after `moment` that `wanted` accepts, as soon as
-    /// there is one; `None` if none came by `until`. Woken by the clients'
-    /// own reports, not by polling.
+    /// there is one; `None` if none came by `until`.
     pub(crate) async fn read_after(
         &self,
         moment: u64,
         wanted: impl Fn(&Read) -> bool,
         until: Instant,
     ) -> Option<Read> {
-        loop {
-            let changed = self.1.changed.notified();
-            tokio::pin!(changed);
-            // Registered before looking, so a read reported in between
-            // still wakes this wait.
-            changed.as_mut().enable();
-            let first = self
-                .0
+        self.first(until, || {
+            self.0
                 .iter()
                 .filter_map(|slot| *lock(&slot.read))
                 .filter(|read| read.moment > moment && wanted(read))
-                .min_by_key(|read| read.moment);
-            if first.is_some() {
-                return first;
+                .min_by_key(|read| read.moment)
+        })
+        .await
+    }
+
+    /// Whether a release came back after `moment`, waiting for one until
+    /// `until` at the latest.
+    pub(crate) async fn released_after(&self, moment: u64, until: Instant) -> bool {
+        let look = || {
+            let released = |slot: &Slot| slot.released.load(Ordering::SeqCst) > moment;
+            self.0.iter().any(released).then_some(())
+        };
+        self.first(until, look).await.is_some()
+    }
+
+    /// What `look` finds, as soon as it finds something; `None` if it found
+    /// nothing by `until`. Woken by the clients' own reports, not by
+    /// polling.
+    async fn first<T>(&self, until: Instant, look: impl Fn() -> Option<T>) -> Option<T> {
+        loop {
+            let changed = self.1.changed.notified();
+            tokio::pin!(changed);
+            // Registered before looking, so a report in between still
+            // wakes this wait.
+            changed.as_mut().enable();
+            if let Some(found) = look() {
+                return Some(found);
             }
             tokio::select! {
                 () = &mut changed => {}
@@ -405,6 +432,7 @@ impl Workload<'_> {
             Err(other) => (Phase::Info, word(&other.to_string(), None)),
         };
         h.complete(name, Op::Release, phase, detail);
+        self.slots.released(slot);
         if phase == Phase::Info {
             return Err(Unknown);
         }

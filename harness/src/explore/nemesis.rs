@@ -12,8 +12,8 @@
 //! read and the write, as a GC pause or a crash would hurt most. A freeze
 //! that outlives the lock ends soon after another client has taken the
 //! lock and read, so that the frozen client's write races the new holder's.
-//! A failover holds replication back first and fails over inside the
-//! critical section of a lock granted after that: the lock, and stage 8's
+//! A failover holds replication back just after a release, and fails over
+//! inside the critical section of the first lock granted after that: the lock, and stage 8's
 //! fencing counter, exist only on the master that dies.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -93,11 +93,12 @@ impl<'a> Nemesis<'a> {
     async fn play_one(&self, i: usize, fault: &Fault, start: Instant) {
         sleep_until(start + fault.at).await;
         if fault.kind == Kind::Failover {
-            // Held while a client holds the lock, so that the next grant
-            // surely comes after it.
+            // Held just after a release: the lock is free on both nodes
+            // (a release held back would leave the replica a stale key),
+            // and the next grant comes after the hold.
             let now = self.slots.moment();
             let until = Instant::now() + self.ttl * AIM_TTLS;
-            let _ = self.slots.read_after(now, |_| true, until).await;
+            let _ = self.slots.released_after(now, until).await;
             self.hold_replication(i, fault).await;
         }
         let since = self.slots.moment();

@@ -235,7 +235,7 @@ impl Fault {
             ),
             Kind::Failover => write!(
                 f,
-                "replication held while a client is inside; {into}ms after the read of {holder} \
+                "replication held after a release; {into}ms after the read of {holder} \
                  granted after that, the master killed and the replica promoted; it stays \
                  inside until then and {then}ms more"
             ),
