@@ -489,7 +489,10 @@ mod tests {
             for (_, fault) in &schedule.0 {
                 let start = ttl * u32::try_from(LATEST_START_TTLS).unwrap_or(2);
                 let first = fault.kind == Kind::Restart && fault.at.is_zero();
-                assert!(fault.at <= start && (fault.at >= ttl / 4 || first), "{fault}");
+                assert!(
+                    fault.at <= start && (fault.at >= ttl / 4 || first),
+                    "{fault}"
+                );
                 assert!(fault.latest_end(ttl) < ttl * TRIAL_TTLS, "{fault}");
                 assert!(fault.nodes.iter().all(|n| *n < 5), "{fault}");
             }
