@@ -136,6 +136,14 @@ impl Ledger {
             Release::Deleted => "release deleted the lock key".to_owned(),
             Release::NothingDeleted => "release deleted nothing".to_owned(),
             Release::StillHeld(n) => format!("released one hold; still held {n} time(s)"),
+            Release::Unconfirmed {
+                deleted,
+                not_ours,
+                unreachable,
+            } => format!(
+                "release UNCONFIRMED: {unreachable} master(s) unreachable (they may keep the \
+                 key until it expires); deleted on {deleted}, not ours on {not_ours}"
+            ),
         };
         self.push(client, Entry::Released(outcome), text);
     }
