@@ -44,7 +44,11 @@ async fn a_ttl_the_drift_allowance_eats_is_refused_instead_of_refusing_every_att
     let message = refusal(connect(&nodes, short).await);
     assert!(message.contains("drift allowance"), "{message}");
     // 2 ms is all drift allowance.
-    let message = refusal(connect(&nodes, LockConfig::with_ttl(Duration::from_millis(2))).await);
+    let all_drift = LockConfig {
+        ttl: Duration::from_millis(2),
+        ..LockConfig::with_ttl(Duration::from_secs(1))
+    };
+    let message = refusal(connect(&nodes, all_drift).await);
     assert!(message.contains("drift allowance"), "{message}");
 
     // A TTL with room left is granted.
