@@ -408,4 +408,32 @@ mod tests {
         ledger.released("client-A", Release::NothingDeleted);
         assert!(ledger.foreign_deletes().is_empty());
     }
+
+    #[test]
+    fn an_unconfirmed_release_says_which_masters_were_out_of_reach() {
+        let ledger = ledger();
+        ledger.acquired("client-A", &Acquired::with_value("1"));
+        ledger.release_sent("client-A");
+        ledger.released(
+            "client-A",
+            Release::Unconfirmed {
+                deleted: 2,
+                not_ours: 0,
+                unreachable: 3,
+            },
+        );
+        let said = ledger
+            .timeline()
+            .events()
+            .iter()
+            .map(|e| e.text.clone())
+            .find(|text| text.starts_with("release"))
+            .unwrap_or_default();
+        assert!(
+            said.contains("UNCONFIRMED") && said.contains("3 master(s) unreachable"),
+            "{said}"
+        );
+        assert!(!said.contains("deleted nothing"), "{said}");
+        assert!(ledger.foreign_deletes().is_empty());
+    }
 }
