@@ -258,6 +258,20 @@ async fn a_failed_resubscribe_leaves_no_dead_connection_for_the_next_wait() {
         .await
         .expect("the second waiter never waited")
         .unwrap();
+    // It tried, listened and tried again: the server has a live
+    // subscription to the lock's channel for it.
+    let numsub = admin(
+        &node,
+        redis::cmd("PUBSUB")
+            .arg("NUMSUB")
+            .arg(stage6::channel_name("lock:stock")),
+    )
+    .await;
+    let (_, subscribers): (String, u32) = redis::from_redis_value(numsub).unwrap();
+    assert_eq!(
+        subscribers, 1,
+        "the second waiter listens on a live connection"
+    );
     holder.unlock().await.unwrap();
     assert!(
         second.await.unwrap().unwrap(),
