@@ -11,22 +11,27 @@
 //! The work times come from a generator seeded per trial and client, so a
 //! replay asks the same of every client; how their requests interleave is
 //! up to the machine.
+//!
+//! The clients also say when the moments a nemesis aims at happen: a client
+//! was granted the lock, a client read the stock ([`Slots::read_after`]).
+//! They only say it; what to do then is the nemesis's business.
 
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::time::Duration;
 
 use lockcore::{LockError, Point, Release};
+use std::sync::atomic::AtomicU64;
 use tokio::sync::Notify;
-use tokio::time::{Instant, sleep, timeout};
+use tokio::time::{Instant, sleep, sleep_until, timeout};
 
 use super::history::{Detail, History, Op, Phase};
-use super::nemesis::{client_name, signal_pid};
 use super::rng::Rng;
+use super::schedule::client_name;
 use crate::client::ClientFactory;
 use crate::error::{HarnessError, Result};
 use crate::holder::{HolderProcess, Launcher};
-use crate::process::Signal;
+use crate::process::{self, Signal};
 use crate::workload::{Fencing, Sale};
 
 /// What the nemesis knows of one client, and how it reaches it.
@@ -38,6 +43,30 @@ pub(crate) struct Slot {
     reconnect_now: Notify,
     slow: Mutex<Option<Duration>>,
     stall: Mutex<Option<Duration>>,
+    /// Its critical section does not end before this (a node fault under
+    /// way keeps its holder inside), and who to tell when it moves.
+    stay: Mutex<Option<Instant>>,
+    stay_moved: Notify,
+    /// The moment (in [`Slots`]'s count) its current lock was granted.
+    granted: AtomicU64,
+    /// Its last read of the stock.
+    read: Mutex<Option<Read>>,
+    /// The moment its last release came back.
+    released: AtomicU64,
+}
+
+/// A client's read of the stock inside its critical section: the moment
+/// a fault aimed at the holder is measured from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Read {
+    /// Which client read.
+    pub(crate) client: usize,
+    /// When.
+    pub(crate) at: Instant,
+    /// Its place in the order of the trial's moments.
+    pub(crate) moment: u64,
+    /// The moment the lock it read under was granted.
+    pub(crate) granted: u64,
 }
 
 impl Slot {
@@ -50,19 +79,142 @@ impl Slot {
     pub(crate) fn stall_next(&self, stall: Duration) {
         *lock(&self.stall) = Some(stall);
     }
+
+    /// Its current critical section (or its next) works until `until` at
+    /// least: earlier or later than said before.
+    pub(crate) fn stay_until(&self, until: Instant) {
+        *lock(&self.stay) = Some(until);
+        self.stay_moved.notify_waiters();
+    }
+
+    /// Waits until the time set by [`Slot::stay_until`], which may move
+    /// meanwhile; then forgets it.
+    async fn stay(&self) {
+        loop {
+            let moved = self.stay_moved.notified();
+            tokio::pin!(moved);
+            moved.as_mut().enable();
+            let Some(until) = *lock(&self.stay) else {
+                return;
+            };
+            if Instant::now() >= until {
+                *lock(&self.stay) = None;
+                return;
+            }
+            tokio::select! {
+                () = &mut moved => {}
+                () = sleep_until(until) => {}
+            }
+        }
+    }
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-/// Every client of a trial.
+/// Every client of a trial, and the count of the moments they reported
+/// (grants and reads), which orders them.
 #[derive(Debug)]
-pub(crate) struct Slots(Vec<Slot>);
+pub(crate) struct Slots(Vec<Slot>, Moments);
+
+#[derive(Debug, Default)]
+struct Moments {
+    count: AtomicU64,
+    changed: Notify,
+}
 
 impl Slots {
     pub(crate) fn new(clients: usize) -> Self {
-        Self((0..clients).map(|_| Slot::default()).collect())
+        Self(
+            (0..clients).map(|_| Slot::default()).collect(),
+            Moments::default(),
+        )
+    }
+
+    /// The latest moment so far: what happens from now on comes after it.
+    pub(crate) fn moment(&self) -> u64 {
+        self.1.count.load(Ordering::SeqCst)
+    }
+
+    fn next_moment(&self) -> u64 {
+        self.1.count.fetch_add(1, Ordering::SeqCst) + 1
+    }
+
+    /// Client `index` was granted the lock.
+    fn granted(&self, index: usize) {
+        let moment = self.next_moment();
+        self.get(index).granted.store(moment, Ordering::SeqCst);
+        self.1.changed.notify_waiters();
+    }
+
+    /// Client `index` read the stock.
+    fn read(&self, index: usize) {
+        let slot = self.get(index);
+        let read = Read {
+            client: index,
+            at: Instant::now(),
+            moment: self.next_moment(),
+            granted: slot.granted.load(Ordering::SeqCst),
+        };
+        *lock(&slot.read) = Some(read);
+        self.1.changed.notify_waiters();
+    }
+
+    /// Client `index`'s release came back: the lock is free, on the
+    /// master and soon on its replica.
+    fn released(&self, index: usize) {
+        let moment = self.next_moment();
+        self.get(index).released.store(moment, Ordering::SeqCst);
+        self.1.changed.notify_waiters();
+    }
+
+    /// The first read after `moment` that `wanted` accepts, as soon as
+    /// there is one; `None` if none came by `until`.
+    pub(crate) async fn read_after(
+        &self,
+        moment: u64,
+        wanted: impl Fn(&Read) -> bool,
+        until: Instant,
+    ) -> Option<Read> {
+        self.first(until, || {
+            self.0
+                .iter()
+                .filter_map(|slot| *lock(&slot.read))
+                .filter(|read| read.moment > moment && wanted(read))
+                .min_by_key(|read| read.moment)
+        })
+        .await
+    }
+
+    /// Whether a release came back after `moment`, waiting for one until
+    /// `until` at the latest.
+    pub(crate) async fn released_after(&self, moment: u64, until: Instant) -> bool {
+        let look = || {
+            let released = |slot: &Slot| slot.released.load(Ordering::SeqCst) > moment;
+            self.0.iter().any(released).then_some(())
+        };
+        self.first(until, look).await.is_some()
+    }
+
+    /// What `look` finds, as soon as it finds something; `None` if it found
+    /// nothing by `until`. Woken by the clients' own reports, not by
+    /// polling.
+    async fn first<T>(&self, until: Instant, look: impl Fn() -> Option<T>) -> Option<T> {
+        loop {
+            let changed = self.1.changed.notified();
+            tokio::pin!(changed);
+            // Registered before looking, so a report in between still
+            // wakes this wait.
+            changed.as_mut().enable();
+            if let Some(found) = look() {
+                return Some(found);
+            }
+            tokio::select! {
+                () = &mut changed => {}
+                () = sleep_until(until) => return None,
+            }
+        }
     }
 
     pub(crate) fn len(&self) -> usize {
@@ -160,7 +312,8 @@ impl Workload<'_> {
                 drop(holder);
                 holder = self.spawn(&name, state)?;
             }
-            if let Err(Unknown) = self.one_purchase(&name, state, &mut holder, &mut rng).await {
+            let purchase = self.one_purchase(slot, &name, &mut holder, &mut rng);
+            if let Err(Unknown) = purchase.await {
                 state.inside.store(false, Ordering::SeqCst);
                 state.reconnect.store(false, Ordering::SeqCst);
                 drop(holder);
@@ -185,12 +338,12 @@ impl Workload<'_> {
     /// is unknown and the process must be replaced.
     async fn one_purchase(
         &self,
+        slot: usize,
         name: &str,
-        state: &Slot,
         holder: &mut HolderProcess,
         rng: &mut Rng,
     ) -> Result<(), Unknown> {
-        let h = self.history;
+        let (h, state) = (self.history, self.slots.get(slot));
         let patience = self.ttl * 3;
         h.invoke(name, Op::Acquire, Detail::default());
         let reconnect = state.reconnect_now.notified();
@@ -220,6 +373,7 @@ impl Workload<'_> {
                     },
                 );
                 state.inside.store(true, Ordering::SeqCst);
+                self.slots.granted(slot);
             }
         }
         let token = holder.held().and_then(|a| a.fencing_token);
@@ -239,12 +393,14 @@ impl Workload<'_> {
         );
         let stock = self.within(Op::Read, name, holder.read_stock()).await?;
         h.complete(name, Op::Read, Phase::Ok, number(stock));
+        self.slots.read(slot);
 
         sleep(self.work_time(rng)).await;
         let extra = lock(&state.slow).take();
         if let Some(extra) = extra {
             sleep(extra).await;
         }
+        state.stay().await;
 
         h.invoke(
             name,
@@ -278,6 +434,7 @@ impl Workload<'_> {
             Err(other) => (Phase::Info, word(&other.to_string(), None)),
         };
         h.complete(name, Op::Release, phase, detail);
+        self.slots.released(slot);
         if phase == Phase::Info {
             return Err(Unknown);
         }
@@ -303,6 +460,14 @@ impl Workload<'_> {
             .complete(name, op, Phase::Info, word(&error, None));
         Err(Unknown)
     }
+}
+
+/// Sends `signal` to process `pid`, if there is one (0: none yet).
+fn signal_pid(pid: u32, signal: Signal) -> Result<()> {
+    if pid == 0 {
+        return Ok(());
+    }
+    Ok(process::send(pid, signal)?)
 }
 
 /// An operation's outcome is unknown; the client's process is replaced.

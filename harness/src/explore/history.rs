@@ -19,7 +19,7 @@ use std::time::{Duration, SystemTime};
 use serde_json::{Value, json};
 use tokio::time::Instant;
 
-use super::nemesis::Kind;
+use super::schedule::Kind;
 use crate::observe::Timeline;
 
 /// A client operation of the workload.

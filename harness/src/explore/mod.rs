@@ -8,13 +8,16 @@
 //! and trusted alone:
 //!
 //! - [`generator`]: what the clients do (real holder processes, driven);
-//! - [`nemesis`]: what faults happen, as a seeded [`Schedule`], and how
-//!   they are played against real processes, proxies and nodes;
+//! - [`schedule`]: what faults happen and when, as a seeded [`Schedule`]
+//!   (pure: drawn before anything runs);
+//! - [`nemesis`]: how a schedule is played against real processes,
+//!   proxies and nodes, aimed at the holders' critical sections;
 //! - [`history`]: what was observed, as invocations and completions, with
 //!   the servers' own record;
 //! - [`checkers`]: what is judged, from the history alone;
 //! - [`trial`]: one trial, start to verdict; [`shrink`]: the smallest
-//!   schedule that still shows a violation.
+//!   schedule that still shows a violation; [`first`]: how fast each
+//!   violation was first found.
 //!
 //! [`explore`] runs trials for a time budget and gathers a [`StageReport`]:
 //! trials, operations, faults by kind, the first violation of each check
@@ -22,10 +25,12 @@
 //! throughput of critical sections.
 
 pub mod checkers;
+pub mod first;
 pub mod generator;
 pub mod history;
 pub mod nemesis;
 mod rng;
+pub mod schedule;
 pub mod shrink;
 pub mod trial;
 
@@ -38,7 +43,8 @@ use lockcore::StageEntry;
 use tokio::time::Instant;
 
 pub use checkers::{Check, Violation};
-pub use nemesis::{Kind, Schedule};
+pub use first::First;
+pub use schedule::{Fault, Kind, Schedule};
 pub use trial::{TrialOutcome, TrialSpec};
 
 use crate::error::{HarnessError, Result};
@@ -90,6 +96,8 @@ pub struct Found {
     pub timeline: String,
     /// In how many trials this check failed.
     pub trials: u64,
+    /// How fast it was found (set when exploring; trial 0 otherwise).
+    pub first: First,
 }
 
 impl Found {
@@ -123,6 +131,11 @@ impl Found {
             slice: text,
             timeline: cap_lines(&timeline, 60),
             trials: 1,
+            first: First {
+                trial: spec.trial,
+                operations: first::operations_until(&entries, violation),
+                after: Duration::ZERO,
+            },
         }
     }
 }
@@ -187,6 +200,8 @@ pub struct StageReport {
     pub disturbed: u64,
     /// The checks that failed in trials the machine did not disturb.
     pub found_undisturbed: std::collections::BTreeSet<Check>,
+    /// Time since exploring began, at the end of the last trial added.
+    pub elapsed: Duration,
 }
 
 impl StageReport {
@@ -200,8 +215,10 @@ impl StageReport {
         }
     }
 
-    /// Adds a finished trial.
-    pub fn add(&mut self, spec: &TrialSpec, outcome: &TrialOutcome) {
+    /// Adds a finished trial, which ended `elapsed` after exploring began.
+    pub fn add(&mut self, spec: &TrialSpec, outcome: &TrialOutcome, elapsed: Duration) {
+        let operations_before = self.operations;
+        self.elapsed = elapsed;
         self.trials += 1;
         self.operations += outcome.operations;
         self.sections += outcome.sections;
@@ -218,7 +235,12 @@ impl StageReport {
             self.found
                 .entry(violation.check)
                 .and_modify(|found| found.trials += 1)
-                .or_insert_with(|| Found::from_trial(spec, outcome, violation));
+                .or_insert_with(|| {
+                    let mut found = Found::from_trial(spec, outcome, violation);
+                    found.first.operations += operations_before;
+                    found.first.after = elapsed;
+                    found
+                });
         }
     }
 }
@@ -259,7 +281,7 @@ pub async fn explore(
                     let label = format!("{}:{number}", plan.seed);
                     file.write_all(outcome.history.json_lines(&label).as_bytes())?;
                 }
-                report.add(&spec, &outcome);
+                report.add(&spec, &outcome, started.elapsed());
                 progress(&report, &outcome);
             }
             Err(e) => {

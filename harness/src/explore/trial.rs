@@ -10,7 +10,8 @@ use tokio::time::Instant;
 use super::checkers::{self, Violation};
 use super::generator::{Slots, Workload};
 use super::history::{History, What};
-use super::nemesis::{Kind, Nemesis, Schedule, Shape, TRIAL_TTLS, stall_point};
+use super::nemesis::{Nemesis, stall_point};
+use super::schedule::{Kind, Schedule, Shape, TRIAL_TTLS};
 use crate::error::Result;
 use crate::observe::Timeline;
 use crate::scenario::{Run, ScenarioEnv};
@@ -127,9 +128,16 @@ pub async fn run(env: &ScenarioEnv, spec: &TrialSpec) -> Result<TrialOutcome> {
     };
     let clients = join_all((0..spec.clients).map(|i| workload.client(i)));
     let nemesis = async {
-        Nemesis::new(&mut run, &proxies, link.as_ref(), &slots, &history)
-            .play(&schedule, start)
-            .await;
+        Nemesis::new(
+            &mut run,
+            &proxies,
+            link.as_ref(),
+            &slots,
+            &history,
+            timing.ttl,
+        )
+        .play(&schedule, start)
+        .await;
     };
     let (done, ()) = tokio::join!(clients, nemesis);
     let worked = start.elapsed();

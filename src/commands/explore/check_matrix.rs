@@ -17,7 +17,8 @@
 //! blamed for findings beyond the stage's `contention` cell. Refusals
 //! (Redlock's REFUSED) are a lock doing its job, not a violation, and are
 //! not compared. A trial stops a cell early once every predicted finding
-//! has been seen.
+//! has been seen. At the end, the share of the predicted findings that
+//! were found says how far a "not yet found" can be trusted.
 
 use std::collections::BTreeSet;
 use std::time::Duration;
@@ -114,6 +115,7 @@ pub(super) async fn run(
     let columns = columns(&kinds);
     let mut rows = Vec::new();
     let mut disagreements = 0;
+    let mut share = Share::default();
     for stage in stages {
         let name = stage.description.name;
         let env = env_for(stage)?;
@@ -144,6 +146,7 @@ pub(super) async fn run(
             })
             .await?;
             let cell = judge(&want, &baseline, kind.is_some(), &report);
+            share.add(&want, &cell);
             let line = args_line(args, stage, &plan.kinds);
             // Findings left out of the judgement because only disturbed
             // trials made them, where they would have counted.
@@ -197,12 +200,44 @@ pub(super) async fn run(
         rows.push((name, cells));
     }
     print_table(&columns, &rows, seed);
+    share.print();
     if disagreements > 0 {
         return Err(Failure::failed(format!(
             "{disagreements} cell(s) where the explorer broke a stage the matrix says is ok"
         )));
     }
     Ok(())
+}
+
+/// How many of the findings the cells predict were found.
+#[derive(Default)]
+struct Share {
+    predicted: usize,
+    found: usize,
+}
+
+impl Share {
+    fn add(&mut self, want: &BTreeSet<Seen>, cell: &Cell) {
+        self.predicted += want.len();
+        match cell {
+            Cell::NotYetFound { missing, .. } => {
+                self.found += want.len() - missing.len();
+            }
+            _ => self.found += want.len(),
+        }
+    }
+
+    fn print(&self) {
+        if self.predicted == 0 {
+            return;
+        }
+        println!(
+            "predicted findings found: {} of {} ({:.0}%)",
+            self.found,
+            self.predicted,
+            100.0 * self.found as f64 / self.predicted as f64
+        );
+    }
 }
 
 fn seen(report: &StageReport) -> BTreeSet<Seen> {

@@ -7,7 +7,9 @@
 //!   timeline, the replay line, and the schedule shrunk to what matters;
 //! - `explore --stage N --replay SEED:TRIAL [--keep 0,2]`: that trial again;
 //! - `explore --check-matrix`: trials restricted to each fault kind, held
-//!   against the expected matrix.
+//!   against the expected matrix;
+//! - `--until-found CHECK`: stop a stage as soon as that check failed (to
+//!   measure how fast a known failure is found).
 
 mod check_matrix;
 mod print;
@@ -79,6 +81,10 @@ pub struct Args {
     /// Where the histories go (JSON lines).
     #[arg(long, default_value = "target/explore")]
     out: PathBuf,
+    /// Stop a stage as soon as one of these checks failed (repeatable):
+    /// mutual-exclusion, oversold, foreign-delete, stale-write, liveness.
+    #[arg(long = "until-found", value_name = "CHECK")]
+    until_found: Vec<String>,
 }
 
 /// Runs `explore`.
@@ -129,6 +135,7 @@ pub async fn run(args: Args) -> Result<(), Failure> {
         };
         return replay_trial(&env_for(&stage)?, &spec, &args).await;
     }
+    let until = chosen_checks(&args.until_found)?;
     let seed = args.seed.unwrap_or_else(random_seed);
     if args.check_matrix {
         return check_matrix::run(&stages, seed, &args, env_for).await;
@@ -155,7 +162,8 @@ pub async fn run(args: Args) -> Result<(), Failure> {
             ),
         };
         let env = env_for(stage)?;
-        let report = explore_with_bar(&env, &plan, args.json, |_| false).await?;
+        let enough = |report: &StageReport| until.iter().any(|c| report.found.contains_key(c));
+        let report = explore_with_bar(&env, &plan, args.json, enough).await?;
         if !args.json {
             print::stage_findings(&plan, &report, &args_line(&args, stage, &kinds));
             if !args.no_shrink
@@ -170,6 +178,7 @@ pub async fn run(args: Args) -> Result<(), Failure> {
         println!("{}", print::json(&reports, &|s, k| args_line(&args, s, k)));
     } else {
         print::summary(&reports);
+        print::first_found(&reports);
     }
     Ok(())
 }
@@ -267,6 +276,24 @@ fn chosen_stages(names: &[String]) -> Result<Vec<StageEntry>, Failure> {
         return Ok(stages::STAGES.to_vec());
     }
     names.iter().map(|s| stage_named(s)).collect()
+}
+
+fn chosen_checks(names: &[String]) -> Result<Vec<Check>, Failure> {
+    names
+        .iter()
+        .map(|name| {
+            Check::ALL
+                .into_iter()
+                .find(|c| c.name() == name)
+                .ok_or_else(|| {
+                    let all: Vec<&str> = Check::ALL.iter().map(|c| c.name()).collect();
+                    Failure::bad_input(format!(
+                        "unknown check `{name}`; the checks are {}",
+                        all.join(", ")
+                    ))
+                })
+        })
+        .collect()
 }
 
 fn chosen_kinds(names: &[String]) -> Result<Vec<Kind>, Failure> {

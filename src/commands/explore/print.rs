@@ -168,6 +168,35 @@ pub(super) fn summary(reports: &[(Plan, StageReport)]) {
     }
 }
 
+/// How fast each violation was found: its first trial, the operations
+/// invoked until then, and the seconds spent, as a Markdown table (the
+/// book's explorer chapter shows one from a real run).
+pub(super) fn first_found(reports: &[(Plan, StageReport)]) {
+    if reports.iter().all(|(_, r)| r.found.is_empty()) {
+        return;
+    }
+    let seed = reports.first().map_or(0, |(plan, _)| plan.seed);
+    println!(
+        "
+time to first violation (seed {seed}):
+"
+    );
+    println!("| stage | violation | first trial | operations until then | seconds | trials run |");
+    println!("|---|---|---:|---:|---:|---:|");
+    for (plan, report) in reports {
+        for (check, found) in &report.found {
+            println!(
+                "| {} | {check} | {} | {} | {:.1} | {} |",
+                plan.stage.description.name,
+                found.first.trial,
+                found.first.operations,
+                found.first.after.as_secs_f64(),
+                report.trials
+            );
+        }
+    }
+}
+
 /// The summary as JSON.
 pub(super) fn json(
     reports: &[(Plan, StageReport)],
@@ -185,6 +214,9 @@ pub(super) fn json(
                         json!({
                             "trials": f.trials,
                             "first": format!("{}:{}", f.spec.seed, f.spec.trial),
+                            "first_trial": f.first.trial,
+                            "first_operations": f.first.operations,
+                            "first_seconds": f.first.after.as_secs_f64(),
                             "text": f.violation.text,
                             "replay": replay_line(&line(&plan.stage, &plan.kinds), f, None),
                         }),

@@ -178,7 +178,7 @@ fn closes(entry: &Entry, process: &str) -> bool {
             target,
             ..
         } => {
-            *kind == super::nemesis::Kind::Kill
+            *kind == super::schedule::Kind::Kill
                 && *phase == "start"
                 && target.as_deref() == Some(process)
         }
@@ -223,7 +223,7 @@ pub fn unexplained_overruns(entries: &[Entry]) -> Vec<Section> {
                     match target {
                         Some(t) if *t == s.process => {
                             during
-                                || (*kind == super::nemesis::Kind::SlowWork && e.index < s.opened)
+                                || (*kind == super::schedule::Kind::SlowWork && e.index < s.opened)
                         }
                         Some(_) => false,
                         None => during,
@@ -304,7 +304,7 @@ pub(crate) mod tests {
         }
 
         /// The nemesis starts a fault of `kind` on `target`.
-        pub(crate) fn strike(&mut self, ms: u64, kind: super::super::nemesis::Kind, target: &str) {
+        pub(crate) fn strike(&mut self, ms: u64, kind: super::super::schedule::Kind, target: &str) {
             self.push(
                 ms,
                 "nemesis",
@@ -354,7 +354,7 @@ pub(crate) mod tests {
         let mut struck = Script::new(10);
         struck.step(10, "client-A", Op::Acquire, Phase::Invoke);
         struck.step(11, "client-A", Op::Acquire, Phase::Ok);
-        struck.strike(20, super::super::nemesis::Kind::Freeze, "client-A");
+        struck.strike(20, super::super::schedule::Kind::Freeze, "client-A");
         struck.push(150, "redis", expiry);
         struck.step(200, "client-A", Op::Release, Phase::Invoke);
         assert!(unexplained_overruns(&struck.history().entries()).is_empty());
@@ -365,7 +365,7 @@ pub(crate) mod tests {
         let mut s = Script::new(10);
         s.step(10, "client-A", Op::Acquire, Phase::Invoke);
         s.step(11, "client-A", Op::Acquire, Phase::Ok);
-        s.strike(50, super::super::nemesis::Kind::Kill, "client-A");
+        s.strike(50, super::super::schedule::Kind::Kill, "client-A");
         let found = sections(&s.history().entries());
         assert_eq!(found.len(), 1);
         assert_eq!(
