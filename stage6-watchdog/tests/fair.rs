@@ -62,24 +62,39 @@ async fn waiters_get_the_lock_in_the_order_they_queued_and_the_releaser_cannot_b
     first.try_lock(PATIENCE).await.unwrap().expect("a free lock");
 
     let order = Arc::new(Mutex::new(Vec::new()));
+    // Each waiter keeps the lock until the test lets it go on.
+    let go = Arc::new(tokio::sync::Semaphore::new(0));
     let mut waiters = Vec::new();
     for (i, name) in ["client-B", "client-C", "client-D"].into_iter().enumerate() {
         let lock = client(&node, name).await;
         let order = Arc::clone(&order);
+        let go = Arc::clone(&go);
         waiters.push(tokio::spawn(async move {
             let held = lock.try_lock(PATIENCE).await.unwrap().expect("its turn came");
             order.lock().unwrap().push(name);
+            go.acquire().await.unwrap().forget();
             assert_eq!(lockcore::DistributedLock::release(lock.as_ref(), &held).await.unwrap(), Release::Deleted);
         }));
         queue_reaches(&node, i + 1).await;
     }
 
+    let line = first.queued().await.unwrap();
+    assert_eq!(line.len(), 3, "client-B, client-C, client-D in line");
     assert_eq!(first.unlock().await.unwrap(), Release::Deleted);
-    // The lock is free for a moment, but client-B is first in line.
+    // The release itself gave the lock to the head of the line: the hash
+    // names client-B's owner before client-B has sent anything.
+    let mut conn = lockcore::connect(&node.url(), "inspector").await.unwrap();
+    let owners: Vec<String> = redis::cmd("HKEYS")
+        .arg("lock:stock")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    assert_eq!(owners, line[..1], "handed to the head of the queue");
     assert!(
         first.try_lock(Duration::ZERO).await.unwrap().is_none(),
         "the client that just released must queue behind the others"
     );
+    go.add_permits(3);
     for waiter in waiters {
         waiter.await.unwrap();
     }
