@@ -212,10 +212,7 @@ impl HolderProcess {
             .map_err(|e| HarnessError::Holder(format!("{}: cannot ask: {e}", self.name)))?;
         self.ledger.timeline().record(
             &self.name,
-            format!(
-                "asks for the lock, waiting up to {}ms",
-                wait.as_millis()
-            ),
+            format!("asks for the lock, waiting up to {}ms", wait.as_millis()),
         );
         Ok(())
     }

@@ -78,8 +78,8 @@ use tokio::task::JoinHandle;
 use tokio::time::{Instant, sleep, timeout};
 use uuid::Uuid;
 
-pub use scripts::{ENQUEUE_SCRIPT, REFRESH_SCRIPT, RELEASE_SCRIPT};
 use scripts::{ENQUEUE, LEAVE, REENTER, REFRESH, RELEASE, RENEW, UNWIND};
+pub use scripts::{ENQUEUE_SCRIPT, REFRESH_SCRIPT, RELEASE_SCRIPT};
 use wake::{Bell, Wakes};
 
 /// What the fair variant is, for listings and the harness.

@@ -59,7 +59,11 @@ async fn queue_reaches(node: &Node, len: usize) {
 async fn waiters_get_the_lock_in_the_order_they_queued_and_the_releaser_cannot_barge_in() {
     let node = lock_node().await;
     let first = client(&node, "client-A").await;
-    first.try_lock(PATIENCE).await.unwrap().expect("a free lock");
+    first
+        .try_lock(PATIENCE)
+        .await
+        .unwrap()
+        .expect("a free lock");
 
     let order = Arc::new(Mutex::new(Vec::new()));
     // Each waiter keeps the lock until the test lets it go on.
@@ -70,10 +74,19 @@ async fn waiters_get_the_lock_in_the_order_they_queued_and_the_releaser_cannot_b
         let order = Arc::clone(&order);
         let go = Arc::clone(&go);
         waiters.push(tokio::spawn(async move {
-            let held = lock.try_lock(PATIENCE).await.unwrap().expect("its turn came");
+            let held = lock
+                .try_lock(PATIENCE)
+                .await
+                .unwrap()
+                .expect("its turn came");
             order.lock().unwrap().push(name);
             go.acquire().await.unwrap().forget();
-            assert_eq!(lockcore::DistributedLock::release(lock.as_ref(), &held).await.unwrap(), Release::Deleted);
+            assert_eq!(
+                lockcore::DistributedLock::release(lock.as_ref(), &held)
+                    .await
+                    .unwrap(),
+                Release::Deleted
+            );
         }));
         queue_reaches(&node, i + 1).await;
     }
@@ -99,7 +112,10 @@ async fn waiters_get_the_lock_in_the_order_they_queued_and_the_releaser_cannot_b
         waiter.await.unwrap();
     }
     assert_eq!(*order.lock().unwrap(), ["client-B", "client-C", "client-D"]);
-    assert!(first.queued().await.unwrap().is_empty(), "nobody left in line");
+    assert!(
+        first.queued().await.unwrap().is_empty(),
+        "nobody left in line"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]

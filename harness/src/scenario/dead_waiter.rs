@@ -62,7 +62,8 @@ pub(super) async fn run(stage: StageEntry, env: ScenarioEnv) -> Result<Outcome> 
             i64::try_from(waited.as_millis()).unwrap_or(i64::MAX)
         }),
     );
-    run.facts.insert("late_waiter_acquired", i64::from(granted.is_some()));
+    run.facts
+        .insert("late_waiter_acquired", i64::from(granted.is_some()));
     if let Some((held, _)) = granted {
         late.buy_one(&held, run.env.timing.business).await?;
         late.release(&held).await??;
@@ -77,7 +78,10 @@ async fn asked(run: &Run, client: &str, within: Duration) -> Result<()> {
     loop {
         let seen = run.timeline().events().iter().any(|event| {
             event.actor == client
-                && event.node.as_deref().is_some_and(|node| node != run.db.label())
+                && event
+                    .node
+                    .as_deref()
+                    .is_some_and(|node| node != run.db.label())
         });
         if seen {
             return Ok(());
