@@ -194,6 +194,8 @@ impl FairLock {
     /// watchdog keeps the lock until [`FairLock::unlock`].
     pub async fn try_lock(&self, wait: Duration) -> Result<Option<Acquired>, LockError> {
         let owner = self.current_owner();
+        // A wait too long for the clock is refused, never a panic.
+        let deadline = lockcore::deadline_after(wait)?;
         if self.holds().contains_key(&owner) {
             // Reentrance, decided by what this client knows it holds: a
             // holder must not queue behind its own lock.
@@ -204,9 +206,7 @@ impl FairLock {
         }
         // Hung before the first try: a hand-over named after it is kept.
         let bell = self.wakes.register(&owner);
-        let waited = self
-            .wait_in_line(&owner, &bell, Instant::now() + wait)
-            .await;
+        let waited = self.wait_in_line(&owner, &bell, deadline).await;
         let ours = match waited {
             Ok(true) => true,
             // Gave up (or failed): leave the queue, unless the lock was
