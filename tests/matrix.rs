@@ -22,8 +22,8 @@ fn every_cell_of_the_matrix_is_what_the_expected_matrix_says() {
     let scenarios = harness::SCENARIOS.len();
     assert_eq!(
         cells.len(),
-        9 * scenarios,
-        "stage0..stage8 x {scenarios} scenarios"
+        10 * scenarios,
+        "stage0..stage8 and stage6-fair x {scenarios} scenarios"
     );
     let differing: Vec<String> = cells
         .iter()

@@ -8,7 +8,8 @@
 //! - `w2`: 8 clients, each with its own connections, on one lock; each
 //!   acquires, GETs a counter, SETs it + 1, releases; the counter must end
 //!   equal to the number of sections. Run at the bench's fast retry (1 ms)
-//!   and at the articles' 100 ms;
+//!   and at the articles' 100 ms (stage 6 and its fair variant wait on
+//!   pub/sub and ignore it);
 //! - `w3`: Redlock on 5 nodes, uncontended, against `PING to 5 nodes at
 //!   once` measured in the same run;
 //! - a long `w1` showing that the client's memory stays flat.
@@ -275,6 +276,10 @@ async fn w2(
             .await?;
             let waiting = match subject.name() {
                 "stage6" => format!("unlock message (retry {} ms unused)", retry.as_millis()),
+                "stage6-fair" => format!(
+                    "the queue's head is woken (retry {} ms unused)",
+                    retry.as_millis()
+                ),
                 _ => format!("retry {} ms", retry.as_millis()),
             };
             report.rows.push(Row {

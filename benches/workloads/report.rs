@@ -100,6 +100,13 @@ impl Report {
             .reduce(f64::max)
     }
 
+    /// The rate of `lock` at one `setting` (`retry 1 ms`).
+    fn rate_at(&self, workload: &str, lock: &str, setting: &str) -> Option<f64> {
+        self.rows(workload)
+            .find(|r| r.lock == lock && r.setting == setting)
+            .map(|r| r.rate)
+    }
+
     /// Whether every w2 run counted every section.
     pub fn counters_ok(&self) -> bool {
         self.rows
@@ -176,6 +183,39 @@ impl Report {
                 .reduce(f64::min),
             0.97,
             true,
+        );
+        // The fair variant (issue 24): in order, fast, and cheap.
+        let fair = self.rate("w2", "stage6-fair");
+        check(
+            "w2: stage6-fair owner changes".to_owned(),
+            self.rows("w2")
+                .filter(|r| r.lock == "stage6-fair")
+                .filter_map(|r| r.contention.as_ref().map(|c| c.owner_changes))
+                .reduce(f64::min),
+            0.95,
+            true,
+        );
+        check(
+            "w2: stage6-fair sections/s ÷ rslock's at retry 1 ms (its fairest)".to_owned(),
+            fair.zip(self.rate_at("w2", "rslock", "retry 1 ms"))
+                .map(|(a, b)| a / b),
+            1.2,
+            true,
+        );
+        check(
+            "w2: stage6-fair sections/s ÷ rslock's best".to_owned(),
+            fair.zip(self.rate("w2", "rslock")).map(|(a, b)| a / b),
+            0.8,
+            true,
+        );
+        check(
+            "w2: stage6-fair server commands per section".to_owned(),
+            self.rows("w2")
+                .filter(|r| r.lock == "stage6-fair")
+                .filter_map(|r| r.contention.as_ref().map(|c| c.commands_per_section))
+                .reduce(f64::max),
+            10.0,
+            false,
         );
         let stage7 = self.rate("w3", "stage7");
         check(

@@ -203,6 +203,20 @@ impl HolderProcess {
         Ok(true)
     }
 
+    /// Sends the child asking for the lock for up to `wait`, and does not
+    /// wait for the answer: a waiter to kill or freeze while it waits. Ask
+    /// this holder nothing more (its answer would come first).
+    pub fn start_waiting(&mut self, wait: Duration) -> Result<()> {
+        writeln!(self.stdin, "acquire {}", wait.as_millis())
+            .and_then(|()| self.stdin.flush())
+            .map_err(|e| HarnessError::Holder(format!("{}: cannot ask: {e}", self.name)))?;
+        self.ledger.timeline().record(
+            &self.name,
+            format!("asks for the lock, waiting up to {}ms", wait.as_millis()),
+        );
+        Ok(())
+    }
+
     /// Reads the stock in the child: the business has begun.
     pub async fn read_stock(&mut self) -> Result<i64> {
         let answer = self.ask("read").await?;

@@ -72,6 +72,8 @@ pub const BOOK_RUNS: &[BookRun] = &[
     run("stage6", "killed-holder", "stage6.md"),
     run("stage6", "gc-pause", "stage6.md"),
     run("stage6", "failover", "stage6.md"),
+    run("stage6", "dead-waiter", "stage6.md"),
+    run("stage6-fair", "dead-waiter", "stage6.md"),
     run("stage7", "network-delay", "stage7.md"),
     run("stage7", "restart-without-persistence", "stage7.md"),
     run("stage7", "clock-jump", "stage7.md"),

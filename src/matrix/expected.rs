@@ -22,6 +22,13 @@
 //!   to expire, then carry on (ok); stage 6's watchdog keeps renewing for
 //!   the living client that skipped its release, so it is a DEADLOCK too.
 //!
+//! - dead-waiter (new): every stage gets the lock to the next waiter; the
+//!   fair variant of stage 6 (`stage6-fair`) only after the dead waiter's
+//!   place in line has timed out (its `handover_ms`), which no observer
+//!   calls a fault: the wait is bounded by the waiter timeout.
+//! - stage6-fair (new row): the cells of stage 6, whose watchdog and
+//!   reentrant hash it shares.
+//!
 //! - the Sentinel columns run with a 30 s TTL (see `sentinel_topology.rs`),
 //!   so every lock lost there is lost to the failover, not to its expiry.
 //!   `min-replicas-to-write` closes the split brain once the cut-off master
@@ -36,7 +43,7 @@
 use harness::observe::{Finding, Verdict};
 
 /// The columns, in order; checked against `harness::SCENARIOS` by a test.
-pub const COLUMNS: [&str; 18] = [
+pub const COLUMNS: [&str; 19] = [
     "contention",
     "killed-holder",
     "crash-before-expire",
@@ -55,20 +62,22 @@ pub const COLUMNS: [&str; 18] = [
     "split-brain-min-replicas",
     "sentinel-failover-wait",
     "sentinel-failover-wait-other-replica",
+    "dead-waiter",
 ];
 
 #[rustfmt::skip]
-const ROWS: [(&str, [&str; 18]); 9] = [
-    //          contention          killed-holder crash-before slow-business                      get-del-race      gc-pause            failover            restart-w/o-pers.   clock-jump          reentrant       network-delay stale-write-first                  business-error  sentinel-failover   split-brain         split-brain-min-r.  sentinel-f.-wait    sentinel-f.-wait-other-replica
-    ("stage0", ["OVERSOLD OVERLAP", "ok",         "n/a",       "OVERSOLD OVERLAP",                "n/a",            "OVERSOLD OVERLAP", "n/a",              "n/a",              "n/a",              "n/a",          "n/a",        "OVERSOLD OVERLAP",                "n/a", "n/a"              , "n/a"              , "n/a"              , "n/a"              , "n/a"]),
-    ("stage1", ["ok",               "DEADLOCK",   "DEADLOCK",  "ok",                              "ok",             "ok",               "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "ok",               "DEADLOCK",     "DEADLOCK",   "ok",                              "DEADLOCK", "OVERSOLD OVERLAP" , "OVERSOLD OVERLAP" , "ok"               , "ok"               , "OVERSOLD OVERLAP"]),
-    ("stage2", ["ok",               "ok",         "DEADLOCK",  "OVERSOLD OVERLAP FOREIGN-DELETE", "FOREIGN-DELETE", "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "SELF-BLOCKED", "DEADLOCK",   "OVERSOLD OVERLAP FOREIGN-DELETE", "ok", "OVERSOLD OVERLAP" , "OVERSOLD OVERLAP" , "ok"               , "ok"               , "OVERSOLD OVERLAP"]),
-    ("stage3", ["ok",               "ok",         "ok",        "OVERSOLD OVERLAP FOREIGN-DELETE", "FOREIGN-DELETE", "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "SELF-BLOCKED", "ok",         "OVERSOLD OVERLAP FOREIGN-DELETE", "ok", "OVERSOLD OVERLAP" , "OVERSOLD OVERLAP" , "ok"               , "ok"               , "OVERSOLD OVERLAP"]),
-    ("stage4", ["ok",               "ok",         "ok",        "OVERSOLD OVERLAP",                "FOREIGN-DELETE", "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "SELF-BLOCKED", "ok",         "OVERSOLD OVERLAP",                "ok", "OVERSOLD OVERLAP" , "OVERSOLD OVERLAP" , "ok"               , "ok"               , "OVERSOLD OVERLAP"]),
-    ("stage5", ["ok",               "ok",         "ok",        "OVERSOLD OVERLAP",                "ok",             "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "SELF-BLOCKED", "ok",         "OVERSOLD OVERLAP",                "ok", "OVERSOLD OVERLAP" , "OVERSOLD OVERLAP" , "ok"               , "ok"               , "OVERSOLD OVERLAP"]),
-    ("stage6", ["ok",               "ok",         "ok",        "ok",                              "ok",             "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "ok",           "ok",         "ok",                              "DEADLOCK", "OVERSOLD OVERLAP" , "OVERSOLD OVERLAP" , "ok"               , "ok"               , "OVERSOLD OVERLAP"]),
-    ("stage7", ["ok",               "ok",         "ok",        "OVERSOLD OVERLAP",                "ok",             "OVERSOLD OVERLAP", "n/a",              "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "SELF-BLOCKED", "REFUSED",    "OVERSOLD OVERLAP",                "ok", "n/a"              , "n/a"              , "n/a"              , "n/a"              , "n/a"]),
-    ("stage8", ["ok",               "ok",         "ok",        "OVERLAP",                         "ok",             "OVERLAP",          "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "OVERLAP",          "SELF-BLOCKED", "ok",         "OVERLAP",                         "ok", "OVERSOLD OVERLAP" , "OVERSOLD OVERLAP" , "ok"               , "ok"               , "OVERSOLD OVERLAP"]),
+const ROWS: [(&str, [&str; 19]); 10] = [
+    //          contention          killed-holder crash-before slow-business                      get-del-race      gc-pause            failover            restart-w/o-pers.   clock-jump          reentrant       network-delay stale-write-first                  business-error  sentinel-failover   split-brain         split-brain-min-r.  sentinel-f.-wait    sentinel-f.-wait-other-replica  dead-waiter
+    ("stage0", ["OVERSOLD OVERLAP", "ok",         "n/a",       "OVERSOLD OVERLAP",                "n/a",            "OVERSOLD OVERLAP", "n/a",              "n/a",              "n/a",              "n/a",          "n/a",        "OVERSOLD OVERLAP",                "n/a", "n/a"              , "n/a"              , "n/a"              , "n/a"              , "n/a", "n/a"]),
+    ("stage1", ["ok",               "DEADLOCK",   "DEADLOCK",  "ok",                              "ok",             "ok",               "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "ok",               "DEADLOCK",     "DEADLOCK",   "ok",                              "DEADLOCK", "OVERSOLD OVERLAP" , "OVERSOLD OVERLAP" , "ok"               , "ok"               , "OVERSOLD OVERLAP", "ok"]),
+    ("stage2", ["ok",               "ok",         "DEADLOCK",  "OVERSOLD OVERLAP FOREIGN-DELETE", "FOREIGN-DELETE", "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "SELF-BLOCKED", "DEADLOCK",   "OVERSOLD OVERLAP FOREIGN-DELETE", "ok", "OVERSOLD OVERLAP" , "OVERSOLD OVERLAP" , "ok"               , "ok"               , "OVERSOLD OVERLAP", "ok"]),
+    ("stage3", ["ok",               "ok",         "ok",        "OVERSOLD OVERLAP FOREIGN-DELETE", "FOREIGN-DELETE", "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "SELF-BLOCKED", "ok",         "OVERSOLD OVERLAP FOREIGN-DELETE", "ok", "OVERSOLD OVERLAP" , "OVERSOLD OVERLAP" , "ok"               , "ok"               , "OVERSOLD OVERLAP", "ok"]),
+    ("stage4", ["ok",               "ok",         "ok",        "OVERSOLD OVERLAP",                "FOREIGN-DELETE", "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "SELF-BLOCKED", "ok",         "OVERSOLD OVERLAP",                "ok", "OVERSOLD OVERLAP" , "OVERSOLD OVERLAP" , "ok"               , "ok"               , "OVERSOLD OVERLAP", "ok"]),
+    ("stage5", ["ok",               "ok",         "ok",        "OVERSOLD OVERLAP",                "ok",             "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "SELF-BLOCKED", "ok",         "OVERSOLD OVERLAP",                "ok", "OVERSOLD OVERLAP" , "OVERSOLD OVERLAP" , "ok"               , "ok"               , "OVERSOLD OVERLAP", "ok"]),
+    ("stage6", ["ok",               "ok",         "ok",        "ok",                              "ok",             "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "ok",           "ok",         "ok",                              "DEADLOCK", "OVERSOLD OVERLAP" , "OVERSOLD OVERLAP" , "ok"               , "ok"               , "OVERSOLD OVERLAP", "ok"]),
+    ("stage6-fair", ["ok",               "ok",         "ok",        "ok",                              "ok",             "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "ok",           "ok",         "ok",                              "DEADLOCK", "OVERSOLD OVERLAP" , "OVERSOLD OVERLAP" , "ok"               , "ok"               , "OVERSOLD OVERLAP", "ok"]),
+    ("stage7", ["ok",               "ok",         "ok",        "OVERSOLD OVERLAP",                "ok",             "OVERSOLD OVERLAP", "n/a",              "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "SELF-BLOCKED", "REFUSED",    "OVERSOLD OVERLAP",                "ok", "n/a"              , "n/a"              , "n/a"              , "n/a"              , "n/a", "ok"]),
+    ("stage8", ["ok",               "ok",         "ok",        "OVERLAP",                         "ok",             "OVERLAP",          "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "OVERLAP",          "SELF-BLOCKED", "ok",         "OVERLAP",                         "ok", "OVERSOLD OVERLAP" , "OVERSOLD OVERLAP" , "ok"               , "ok"               , "OVERSOLD OVERLAP", "ok"]),
 ];
 
 /// What a cell should show.

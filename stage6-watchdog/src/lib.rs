@@ -82,6 +82,8 @@
 //! give independent work its own task, or its own `RLock`, to make it a
 //! separate owner. And `unlock` must come from the task that locked.
 
+pub mod fair;
+
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, LazyLock, Mutex, MutexGuard};

@@ -142,6 +142,8 @@ impl NodeWatcher {
             let mut keys = NodeKeys::new(&node, timeline.key_record());
             let mut names: HashMap<String, String> = HashMap::new();
             let mut last_client = String::from("?");
+            // Owner values (`<uuid>:task-<n>`) and the client that sent them.
+            let mut owner_values: HashMap<String, String> = HashMap::new();
             let note_expiries = |changes: &[KeyChange]| {
                 for change in changes.iter().filter(|c| c.change == Change::Expired) {
                     timeline.record_at(
@@ -201,7 +203,26 @@ impl NodeWatcher {
                     last_client = actor.clone();
                     actor
                 };
-                note_expiries(&keys.command(&actor, seen.at));
+                // A script may write a hash field that names another
+                // client's owner: the fair lock's release hands the lock to
+                // the head of its queue. The key is then that client's, not
+                // the releaser's.
+                let writer = if seen.source == "lua" {
+                    seen.args
+                        .get(2)
+                        .filter(|_| command == "HSET")
+                        .and_then(|field| owner_values.get(field))
+                        .cloned()
+                        .unwrap_or_else(|| actor.clone())
+                } else {
+                    for arg in seen.args.iter().skip(1) {
+                        if arg.contains(":task-") || arg.contains(":thread-") {
+                            owner_values.insert(arg.clone(), actor.clone());
+                        }
+                    }
+                    actor.clone()
+                };
+                note_expiries(&keys.command(&writer, seen.at));
                 if scope.as_mut().is_some_and(|scope| !scope.keeps(&seen)) {
                     continue;
                 }

@@ -9,6 +9,7 @@ mod business_error;
 mod clock_jump;
 mod contention;
 mod crash_before_expire;
+mod dead_waiter;
 mod failover;
 mod gc_pause;
 mod get_del_race;
@@ -201,6 +202,12 @@ pub const SCENARIOS: &[Scenario] = &[
                 sentinel_failover::Confirm::WaitOtherReplicaPromoted,
             ))
         },
+    },
+    Scenario {
+        name: "dead-waiter",
+        title: "a waiter is killed with kill -9 while it waits; the holder releases; how long does the next waiter wait?",
+        not_applicable: dead_waiter::not_applicable,
+        run: |stage, env| Box::pin(dead_waiter::run(stage, env)),
     },
 ];
 

@@ -1,0 +1,96 @@
+//! Dead waiter: client-A holds the lock; client-B, a process of its own,
+//! asks for it and is killed with `kill -9` while it waits; client-C asks
+//! after B. Then A releases. How long does C wait for a lock nobody holds?
+//!
+//! A lock that lets any waiter in (stages 1–7) gives it to C at C's next
+//! try, or at the unlock message. A lock that hands over in order (stage
+//! 6's fair variant) gives it to the head of its queue, B, who is dead: C
+//! waits until B's place in line times out (the waiter timeout), and no
+//! longer. `handover_ms` is that wait, from A's release to C's grant.
+
+use std::time::{Duration, Instant};
+
+use lockcore::{Description, StageEntry};
+
+use super::{Outcome, Run, ScenarioEnv};
+use crate::error::{HarnessError, Result};
+use crate::holder::HolderProcess;
+
+pub(super) fn not_applicable(stage: &Description) -> Option<&'static str> {
+    (stage.stage == 0).then_some("no lock to wait for")
+}
+
+pub(super) async fn run(stage: StageEntry, env: ScenarioEnv) -> Result<Outcome> {
+    let mut run = Run::start(stage, env, 1).await?;
+    let patience = run.env.timing.patience();
+    let mut holder = run.holder_holding_the_lock("client-A").await?;
+
+    // B asks for as long as the story lasts; it dies waiting.
+    let mut waiter = HolderProcess::spawn(&run.env.launcher, &run.factory, "client-B")?;
+    waiter.start_waiting(patience * 10)?;
+    asked(&run, "client-B", patience).await?;
+
+    let late = run.client("client-C").await?;
+    run.factory.ledger.asking(late.name(), patience);
+    let granted_at = async {
+        let held = late.acquire(patience).await?;
+        Ok::<_, HarnessError>(held.map(|held| (held, Instant::now())))
+    };
+    let story = async {
+        // C is behind B once the server has seen C ask.
+        asked(&run, "client-C", patience).await?;
+        waiter.kill()?;
+        let released = holder.release().await??;
+        Ok::<_, HarnessError>((released, Instant::now()))
+    };
+    let (granted, released) = tokio::join!(granted_at, story);
+    let (_, released_at) = released?;
+    let granted = granted?;
+    let handover = granted
+        .as_ref()
+        .map(|(_, at)| at.saturating_duration_since(released_at));
+    match handover {
+        Some(waited) => run.narrate(format!(
+            "client-C got the lock {}ms after client-A's release",
+            waited.as_millis()
+        )),
+        None => run.narrate("client-C never got the lock"),
+    }
+    run.facts.insert(
+        "handover_ms",
+        handover.map_or(-1, |waited| {
+            i64::try_from(waited.as_millis()).unwrap_or(i64::MAX)
+        }),
+    );
+    run.facts
+        .insert("late_waiter_acquired", i64::from(granted.is_some()));
+    if let Some((held, _)) = granted {
+        late.buy_one(&held, run.env.timing.business).await?;
+        late.release(&held).await??;
+    }
+    run.finish().await
+}
+
+/// Waits until a lock node's `MONITOR` has shown `client` sending a
+/// command: it has asked at least once, so it is in line.
+async fn asked(run: &Run, client: &str, within: Duration) -> Result<()> {
+    let deadline = Instant::now() + within * 10;
+    loop {
+        let seen = run.timeline().events().iter().any(|event| {
+            event.actor == client
+                && event
+                    .node
+                    .as_deref()
+                    .is_some_and(|node| node != run.db.label())
+        });
+        if seen {
+            return Ok(());
+        }
+        if Instant::now() >= deadline {
+            return Err(HarnessError::Holder(format!(
+                "the lock's server never saw {client} ask"
+            )));
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}

@@ -1,0 +1,478 @@
+//! # Stage 6, fair: waiters take the lock in the order they asked
+//!
+//! The plain stage 6 lock is not fair. A release publishes one unlock
+//! message; every client listening wakes one of its waiters, and they all
+//! race for the lock with the client that just released it, which is
+//! usually first (it is already running). Under steady contention the same
+//! client takes the lock again and again, and the others burn commands
+//! losing.
+//!
+//! Redisson's answer is `RedissonFairLock`. This module rebuilds it with
+//! the same three keys, so a reader recognises them in `redis-cli`:
+//!
+//! - **the lock hash**, `{name}`, exactly as in stage 6: owner field, hold
+//!   count, watchdog lease;
+//! - **the queue**, `redisson_lock_queue:{name}`, a list of owners in the
+//!   order they asked;
+//! - **the waiters' deadlines**, `redisson_lock_timeout:{name}`, a sorted
+//!   set scoring a waiter with the server time (ms) after which it counts
+//!   as gone.
+//!
+//! The rule: *a waiting client never takes the lock; the release gives it.*
+//! Whoever asks while others wait joins the tail, the client that just
+//! released included. The release pops the head of the queue, writes the
+//! head's field into the hash, and tells the head on its client's own
+//! channel, `redisson_lock__channel:{name}:<client-uuid>`, with the head's
+//! name as the message. Nobody else wakes, and the head sends nothing to
+//! take what it was given. (Redisson's head takes the lock itself when
+//! woken, and uses one channel per waiting thread; one channel per client
+//! needs one subscription for the client's whole life.)
+//!
+//! ## What a dead waiter costs
+//!
+//! A queue has a failure the plain lock has not: the head may be dead. A
+//! waiter killed with `kill -9`, or frozen, is still in the list, and the
+//! release hands it the lock. Nobody renews that lock, so the hand-over
+//! gives it a short lease, the **waiter timeout**: a sixth of the watchdog
+//! timeout, the ratio of Redisson's defaults (its `threadWaitTime`, 5 s,
+//! against a 30 s watchdog). A live head's watchdog renews it in time; a
+//! dead head's lock expires, and the next waiter to look (every waiter
+//! looks at least every third of the waiter timeout) hands it on. Each dead
+//! waiter at the head costs the queue one waiter timeout, plus up to a
+//! third of it, and no more: the `dead-waiter` scenario measures it.
+//!
+//! A waiter that looks and is still not named renews its deadline in the
+//! sorted set, so waiters found past their deadline when a hand-over went
+//! unanswered are dropped rather than handed the lock in turn. A waiter
+//! that was named while frozen reads the message late: it trusts a message
+//! only while its own last word to the server is recent, and otherwise asks
+//! the server whether the lock is still its own.
+//!
+//! ## What it costs, what it buys
+//!
+//! In order: the lock changes hands at almost every release. Cheap: a
+//! contended hand-over costs the release script (`EVALSHA`, `HDEL`, `LPOP`,
+//! `HSET`, `PEXPIRE`, `PUBLISH`) and the next request's `EVALSHA` and
+//! `RPUSH`, where the plain lock wakes every client to lose a try. What it
+//! costs: the lock always travels to another process, a message later,
+//! instead of being taken again at once by the client that had it; a dead
+//! head stalls everyone behind it for a waiter timeout; and fairness is
+//! only as good as the queue, which is one more key on the one master.
+//!
+//! Everything else is stage 6: reentrance, the watchdog, the lost-lock
+//! signal, and the failures it does not fix (a frozen holder, a failover).
+
+mod scripts;
+mod wake;
+
+use std::collections::HashMap;
+use std::sync::{Mutex, MutexGuard};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use lockcore::{
+    Acquired, ClientSetup, ConnectFuture, Description, DistributedLock, FaultPoints, LockConfig,
+    LockError, LostSignal, Point, Release, StageEntry,
+};
+use tokio::task::JoinHandle;
+use tokio::time::{Instant, sleep, timeout};
+use uuid::Uuid;
+
+use scripts::{ENQUEUE, LEAVE, REENTER, REFRESH, RELEASE, RENEW, UNWIND};
+pub use scripts::{ENQUEUE_SCRIPT, REFRESH_SCRIPT, RELEASE_SCRIPT};
+use wake::{Bell, Wakes};
+
+/// What the fair variant is, for listings and the harness.
+pub const DESCRIPTION: Description = Description {
+    stage: 6,
+    name: "stage6-fair",
+    title: "Redisson's fair lock: stage 6 with a queue; a release hands the lock to the head",
+    acquire_commands: "EVALSHA enqueue (RPUSH | HSET + PEXPIRE if free); SUBSCRIBE to the \
+                       client's channel once; named by the release, or EVALSHA refresh \
+                       (ZADD deadline) every waiter timeout/3; EVALSHA renew",
+    release_commands: "EVALSHA release (HDEL, LPOP head, HSET head + PEXPIRE, PUBLISH to it)",
+    reentrant: true,
+    nodes: 1,
+    fault_points: &[Point::AfterAcquire],
+};
+
+/// The queue of waiters, as Redisson names it.
+pub fn queue_name(lock_name: &str) -> String {
+    format!("redisson_lock_queue:{{{lock_name}}}")
+}
+
+/// The waiters' deadlines, as Redisson names them.
+pub fn timeout_name(lock_name: &str) -> String {
+    format!("redisson_lock_timeout:{{{lock_name}}}")
+}
+
+/// The channel a client's waiters are named on: stage 6's channel name,
+/// then the client's UUID.
+pub fn client_channel(lock_name: &str, client: &Uuid) -> String {
+    format!("{}:{client}", crate::channel_name(lock_name))
+}
+
+/// The waiter timeout: a sixth of the watchdog timeout (Redisson: 5 s of
+/// 30 s), at least 3 ms.
+pub fn waiter_timeout(config: &LockConfig) -> Duration {
+    (config.watchdog_timeout / 6).max(Duration::from_millis(3))
+}
+
+/// One client's handle on one fair lock: Redisson's `RedissonFairLock`.
+pub struct FairLock {
+    conn: lockcore::Connection,
+    setup: ClientSetup,
+    config: LockConfig,
+    queue: String,
+    timeouts: String,
+    channel: String,
+    client_id: Uuid,
+    waiter_timeout: Duration,
+    faults: FaultPoints,
+    /// This client's waiters, each woken by its own name.
+    wakes: Wakes,
+    /// What this client holds: per owner, its count and its watchdog.
+    holds: Mutex<HashMap<String, Hold>>,
+}
+
+struct Hold {
+    count: u32,
+    watchdog: Watchdog,
+}
+
+/// A running watchdog task; dropping it stops the task.
+struct Watchdog {
+    task: JoinHandle<()>,
+    lost: LostSignal,
+}
+
+impl Drop for Watchdog {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+impl FairLock {
+    /// Connects one client to the Redis server at `setup.urls[0]`.
+    pub async fn connect(setup: ClientSetup) -> Result<Self, LockError> {
+        setup.config.validate()?;
+        let url = setup
+            .urls
+            .first()
+            .ok_or_else(|| LockError::Config("no Redis URL given".into()))?;
+        let conn = setup.connect(url).await?;
+        let client_id = Uuid::new_v4();
+        let key = &setup.config.key;
+        Ok(Self {
+            conn,
+            queue: queue_name(key),
+            timeouts: timeout_name(key),
+            channel: crate::channel_name(key),
+            wakes: Wakes::new(client_channel(key, &client_id)),
+            waiter_timeout: waiter_timeout(&setup.config),
+            config: setup.config.clone(),
+            client_id,
+            faults: setup.faults.clone(),
+            holds: Mutex::default(),
+            setup,
+        })
+    }
+
+    /// The owner field of the task calling: `<client-uuid>:<task>`.
+    pub fn current_owner(&self) -> String {
+        format!("{}:{}", self.client_id, crate::current_task())
+    }
+
+    /// How long a hand-over waits for a waiter that does not take it up.
+    pub fn waiter_timeout(&self) -> Duration {
+        self.waiter_timeout
+    }
+
+    // ANCHOR: fair_try_lock
+    /// Takes the lock for the current task, waiting in line at most `wait`;
+    /// `None` when the wait ran out (this task then leaves the queue). The
+    /// watchdog keeps the lock until [`FairLock::unlock`].
+    pub async fn try_lock(&self, wait: Duration) -> Result<Option<Acquired>, LockError> {
+        let owner = self.current_owner();
+        // A wait too long for the clock is refused, never a panic.
+        let deadline = lockcore::deadline_after(wait)?;
+        if self.holds().contains_key(&owner) {
+            // Reentrance, decided by what this client knows it holds: a
+            // holder must not queue behind its own lock.
+            if self.reenter(&owner).await? {
+                return self.took(owner).await.map(Some);
+            }
+            self.holds().remove(&owner); // the lock was lost meanwhile
+        }
+        // Hung before the first try: a hand-over named after it is kept.
+        let bell = self.wakes.register(&owner);
+        let waited = self.wait_in_line(&owner, &bell, deadline).await;
+        let ours = match waited {
+            Ok(true) => true,
+            // Gave up (or failed): leave the queue, unless the lock was
+            // handed to us in the meantime.
+            Ok(false) => self.leave(&owner).await?,
+            Err(e) => {
+                let _ = self.leave(&owner).await;
+                return Err(e);
+            }
+        };
+        if ours {
+            self.took(owner).await.map(Some)
+        } else {
+            Ok(None)
+        }
+    }
+    // ANCHOR_END: fair_try_lock
+
+    // ANCHOR: fair_wait
+    /// `true` once the lock is ours, `false` when `deadline` passed.
+    async fn wait_in_line(
+        &self,
+        owner: &str,
+        bell: &Bell<'_>,
+        deadline: Instant,
+    ) -> Result<bool, LockError> {
+        let mut asked = Instant::now();
+        if self.enqueue(owner).await? {
+            return Ok(true); // free, and nobody was waiting
+        }
+        let fresh = self.waiter_timeout / 3;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Ok(false);
+            }
+            if self.wakes.is_listening() {
+                // Named by the release: the lock is already ours. Trusted
+                // only while our last word is recent: a message read late,
+                // after a freeze, may name us for a lock long expired.
+                let named = timeout(fresh.min(left), bell.rung()).await.is_ok();
+                if named && self.wakes.is_listening() && asked.elapsed() < fresh {
+                    return Ok(true);
+                }
+            } else {
+                // The first wait of this client: subscribe, then look at
+                // once, since a hand-over published before the SUBSCRIBE
+                // reached nobody.
+                self.wakes.listen(&self.setup, self.url()).await?;
+            }
+            asked = Instant::now();
+            if self.refresh(owner).await? {
+                return Ok(true);
+            }
+        }
+    }
+    // ANCHOR_END: fair_wait
+
+    async fn enqueue(&self, owner: &str) -> Result<bool, LockError> {
+        let queued: Option<i64> = ENQUEUE
+            .key(&self.config.key)
+            .key(&self.queue)
+            .key(&self.timeouts)
+            .arg(millis(self.config.watchdog_timeout))
+            .arg(owner)
+            .invoke_async(&mut self.conn.clone())
+            .await?;
+        Ok(queued.is_none())
+    }
+
+    async fn refresh(&self, owner: &str) -> Result<bool, LockError> {
+        let waiting: i64 = REFRESH
+            .key(&self.config.key)
+            .key(&self.queue)
+            .key(&self.timeouts)
+            .arg(millis(self.config.watchdog_timeout))
+            .arg(owner)
+            .arg(millis(self.waiter_timeout))
+            .arg(&self.channel)
+            .invoke_async(&mut self.conn.clone())
+            .await?;
+        Ok(waiting == 0)
+    }
+
+    /// Leaves the queue; `true` if the lock was handed to us meanwhile.
+    async fn leave(&self, owner: &str) -> Result<bool, LockError> {
+        let ours: i64 = LEAVE
+            .key(&self.config.key)
+            .key(&self.queue)
+            .key(&self.timeouts)
+            .arg(owner)
+            .invoke_async(&mut self.conn.clone())
+            .await?;
+        Ok(ours == 1)
+    }
+
+    async fn reenter(&self, owner: &str) -> Result<bool, LockError> {
+        let count: Option<u32> = REENTER
+            .key(&self.config.key)
+            .arg(millis(self.config.watchdog_timeout))
+            .arg(owner)
+            .invoke_async(&mut self.conn.clone())
+            .await?;
+        Ok(count.is_some())
+    }
+
+    /// The lock is ours: count the hold, start the watchdog on the first.
+    async fn took(&self, owner: String) -> Result<Acquired, LockError> {
+        let lost = {
+            let mut holds = self.holds();
+            let hold = holds.entry(owner.clone()).or_insert_with(|| Hold {
+                count: 0,
+                watchdog: self.start_watchdog(owner.clone()),
+            });
+            hold.count += 1;
+            hold.watchdog.lost.clone()
+        };
+        self.faults.reached(Point::AfterAcquire).await?;
+        Ok(Acquired {
+            value: owner,
+            fencing_token: None,
+            validity: None,
+            lost: Some(lost),
+        })
+    }
+
+    // ANCHOR: fair_watchdog
+    /// Stage 6's watchdog, with one change: its first renewal comes a third
+    /// of the *waiter* timeout after the lock is taken, since a lock handed
+    /// over lives only that long until renewed. Later renewals come every
+    /// third of the watchdog timeout, as in stage 6.
+    fn start_watchdog(&self, owner: String) -> Watchdog {
+        let (fire, lost) = LostSignal::new();
+        let mut conn = self.conn.clone();
+        let key = self.config.key.clone();
+        let lease = self.config.watchdog_timeout;
+        let mut next = self.waiter_timeout.min(lease) / 3;
+        let faults = self.faults.clone();
+        let task = tokio::spawn(async move {
+            loop {
+                sleep(next).await;
+                next = lease / 3;
+                if faults.has_crashed() {
+                    return;
+                }
+                let renewed: Result<i64, _> = RENEW
+                    .key(&key)
+                    .arg(millis(lease))
+                    .arg(&owner)
+                    .invoke_async(&mut conn)
+                    .await;
+                if renewed.ok() != Some(1) {
+                    fire.send_replace(true);
+                    return;
+                }
+            }
+        });
+        Watchdog { task, lost }
+    }
+    // ANCHOR_END: fair_watchdog
+
+    /// Gives back one hold of the current task; at the last one the lock
+    /// goes to the head of the queue.
+    pub async fn unlock(&self) -> Result<Release, LockError> {
+        self.unlock_owner(&self.current_owner()).await
+    }
+
+    async fn unlock_owner(&self, owner: &str) -> Result<Release, LockError> {
+        let count = self.holds().get(owner).map_or(1, |hold| hold.count);
+        if count > 1 {
+            let left: Option<u32> = UNWIND
+                .key(&self.config.key)
+                .arg(millis(self.config.watchdog_timeout))
+                .arg(owner)
+                .invoke_async(&mut self.conn.clone())
+                .await?;
+            return match left {
+                Some(left) if left > 0 => {
+                    if let Some(hold) = self.holds().get_mut(owner) {
+                        hold.count = left;
+                    }
+                    Ok(Release::StillHeld(left))
+                }
+                Some(_) => {
+                    self.holds().remove(owner);
+                    Ok(Release::Deleted)
+                }
+                None => {
+                    self.holds().remove(owner);
+                    Err(LockError::NotOwner)
+                }
+            };
+        }
+        let released: Option<i64> = RELEASE
+            .key(&self.config.key)
+            .key(&self.queue)
+            .key(&self.timeouts)
+            .arg(owner)
+            .arg(millis(self.waiter_timeout))
+            .arg(&self.channel)
+            .invoke_async(&mut self.conn.clone())
+            .await?;
+        // Either way this owner holds nothing now: its watchdog stops.
+        self.holds().remove(owner);
+        match released {
+            Some(_) => Ok(Release::Deleted),
+            None => Err(LockError::NotOwner),
+        }
+    }
+
+    /// The owners waiting in line, first first (`LRANGE` of the queue).
+    pub async fn queued(&self) -> Result<Vec<String>, LockError> {
+        let queued: Vec<String> = redis::cmd("LRANGE")
+            .arg(&self.queue)
+            .arg(0)
+            .arg(-1)
+            .query_async(&mut self.conn.clone())
+            .await?;
+        Ok(queued)
+    }
+
+    fn url(&self) -> &str {
+        self.setup.urls.first().map_or("", String::as_str)
+    }
+
+    fn holds(&self) -> MutexGuard<'_, HashMap<String, Hold>> {
+        self.holds
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+fn millis(duration: Duration) -> u64 {
+    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
+}
+
+// The harness's contract, as for stage 6: `acquire` waits in line with the
+// watchdog on; `release` gives back the hold named in the `Acquired`.
+#[async_trait]
+impl DistributedLock for FairLock {
+    fn describe(&self) -> Description {
+        DESCRIPTION
+    }
+
+    async fn try_acquire(&self) -> Result<Option<Acquired>, LockError> {
+        self.try_lock(Duration::ZERO).await
+    }
+
+    async fn acquire(&self, wait: Duration) -> Result<Option<Acquired>, LockError> {
+        self.try_lock(wait).await
+    }
+
+    async fn release(&self, held: &Acquired) -> Result<Release, LockError> {
+        self.unlock_owner(&held.value).await
+    }
+}
+
+/// The fair variant as the harness and the CLI see it: a row of its own.
+pub const STAGE: StageEntry = StageEntry {
+    description: DESCRIPTION,
+    connect,
+};
+
+fn connect(setup: ClientSetup) -> ConnectFuture {
+    Box::pin(async move {
+        let lock: Box<dyn DistributedLock> = Box::new(FairLock::connect(setup).await?);
+        Ok(lock)
+    })
+}

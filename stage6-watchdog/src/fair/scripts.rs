@@ -1,0 +1,156 @@
+//! The fair lock's scripts. Each runs atomically on the server, so the
+//! hash, the queue and the deadlines always change together.
+//!
+//! `KEYS[1]` is always the lock hash, `KEYS[2]` the queue, `KEYS[3]` the
+//! waiters' deadlines. The hot path (a contended hand-over) is kept to the
+//! fewest commands: `INFO commandstats`, which the bench reads, counts
+//! every command a script runs, not just the `EVALSHA`.
+
+use std::sync::LazyLock;
+
+use redis::Script;
+
+// ANCHOR: fair_enqueue
+/// Joins the tail of the queue. If the queue was empty and the lock is
+/// free, takes the lock at once instead (nil). Otherwise 1: wait to be
+/// named. Two commands when others are already waiting: the `EVALSHA` and
+/// the `RPUSH`.
+///
+/// `ARGV[1]` the lease in ms, `ARGV[2]` the owner.
+pub const ENQUEUE_SCRIPT: &str = r"
+if redis.call('rpush', KEYS[2], ARGV[2]) == 1 and redis.call('exists', KEYS[1]) == 0 then
+  redis.call('lpop', KEYS[2])
+  redis.call('hset', KEYS[1], ARGV[2], 1)
+  redis.call('pexpire', KEYS[1], ARGV[1])
+  return nil
+end
+return 1
+";
+// ANCHOR_END: fair_enqueue
+
+// ANCHOR: fair_release
+/// Gives back the last hold and hands the lock to the head of the queue:
+/// the head's field is written into the hash *by the release*, with the
+/// waiter timeout as its lease, and the head is told on its client's
+/// channel. The head runs nothing to take it. If the head is dead, nobody
+/// renews that short lease, and the lock expires one waiter timeout later.
+/// nil when the caller held nothing; 0 otherwise.
+///
+/// `ARGV[1]` the owner, `ARGV[2]` the waiter timeout in ms, `ARGV[3]` the
+/// lock's channel (the head's client UUID is appended).
+pub const RELEASE_SCRIPT: &str = r"
+if redis.call('hdel', KEYS[1], ARGV[1]) == 0 then
+  return nil
+end
+local head = redis.call('lpop', KEYS[2])
+if head then
+  redis.call('hset', KEYS[1], head, 1)
+  redis.call('pexpire', KEYS[1], ARGV[2])
+  redis.call('publish', ARGV[3] .. ':' .. string.match(head, '^([^:]+)'), head)
+else
+  redis.call('del', KEYS[3])
+end
+return 0
+";
+// ANCHOR_END: fair_release
+
+// ANCHOR: fair_refresh
+/// What a waiter runs when it has slept a third of the waiter timeout
+/// without being named (or has just subscribed). 0: the lock is ours (it
+/// was handed to us and the message was missed, or it was free and we
+/// were first). 1: still waiting, with our deadline renewed.
+///
+/// A free lock with a queue means a hand-over went unanswered: its lease
+/// ran out. The script hands the lock on, dropping heads whose deadline
+/// has passed; a head without one has not waited long enough to write one
+/// and gets its turn.
+///
+/// `ARGV[1]` the lease in ms, `ARGV[2]` the owner, `ARGV[3]` the waiter
+/// timeout in ms, `ARGV[4]` the lock's channel.
+pub const REFRESH_SCRIPT: &str = r"
+if redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
+  return 0
+end
+local time = redis.call('time')
+local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+if redis.call('exists', KEYS[1]) == 0 then
+  while true do
+    local head = redis.call('lpop', KEYS[2])
+    if not head then
+      break
+    end
+    local deadline = tonumber(redis.call('zscore', KEYS[3], head))
+    redis.call('zrem', KEYS[3], head)
+    if head == ARGV[2] then
+      break
+    end
+    if not deadline or deadline > now then
+      redis.call('hset', KEYS[1], head, 1)
+      redis.call('pexpire', KEYS[1], ARGV[3])
+      redis.call('publish', ARGV[4] .. ':' .. string.match(head, '^([^:]+)'), head)
+      break
+    end
+  end
+  if redis.call('exists', KEYS[1]) == 0 then
+    redis.call('lrem', KEYS[2], 0, ARGV[2])
+    redis.call('hset', KEYS[1], ARGV[2], 1)
+    redis.call('pexpire', KEYS[1], ARGV[1])
+    return 0
+  end
+end
+if not redis.call('lpos', KEYS[2], ARGV[2]) then
+  redis.call('rpush', KEYS[2], ARGV[2])
+end
+redis.call('zadd', KEYS[3], now + tonumber(ARGV[3]), ARGV[2])
+return 1
+";
+// ANCHOR_END: fair_refresh
+
+/// A waiter that gives up leaves the queue. 1 if the lock was handed to it
+/// meanwhile (it then holds the lock), 0 otherwise.
+///
+/// `ARGV[1]` the owner.
+pub const LEAVE_SCRIPT: &str = r"
+redis.call('lrem', KEYS[2], 0, ARGV[1])
+redis.call('zrem', KEYS[3], ARGV[1])
+return redis.call('hexists', KEYS[1], ARGV[1])
+";
+
+/// The same owner takes the lock once more: the count goes up and the
+/// lease starts again. nil if it holds nothing (any more).
+///
+/// `ARGV[1]` the lease in ms, `ARGV[2]` the owner.
+pub const REENTER_SCRIPT: &str = r"
+if redis.call('hexists', KEYS[1], ARGV[2]) == 0 then
+  return nil
+end
+local count = redis.call('hincrby', KEYS[1], ARGV[2], 1)
+redis.call('pexpire', KEYS[1], ARGV[1])
+return count
+";
+
+/// Gives back one of several holds: the count goes down, the lock stays.
+/// nil if the owner holds nothing.
+///
+/// `ARGV[1]` the lease in ms, `ARGV[2]` the owner.
+pub const UNWIND_SCRIPT: &str = r"
+if redis.call('hexists', KEYS[1], ARGV[2]) == 0 then
+  return nil
+end
+local left = redis.call('hincrby', KEYS[1], ARGV[2], -1)
+if left > 0 then
+  redis.call('pexpire', KEYS[1], ARGV[1])
+  return left
+end
+redis.call('hdel', KEYS[1], ARGV[2])
+return 0
+";
+
+pub(super) static ENQUEUE: LazyLock<Script> = LazyLock::new(|| Script::new(ENQUEUE_SCRIPT));
+pub(super) static RELEASE: LazyLock<Script> = LazyLock::new(|| Script::new(RELEASE_SCRIPT));
+pub(super) static REFRESH: LazyLock<Script> = LazyLock::new(|| Script::new(REFRESH_SCRIPT));
+pub(super) static LEAVE: LazyLock<Script> = LazyLock::new(|| Script::new(LEAVE_SCRIPT));
+pub(super) static REENTER: LazyLock<Script> = LazyLock::new(|| Script::new(REENTER_SCRIPT));
+pub(super) static UNWIND: LazyLock<Script> = LazyLock::new(|| Script::new(UNWIND_SCRIPT));
+/// Stage 6's renewal, unchanged: the watchdog only looks at the hash.
+pub(super) static RENEW: LazyLock<Script> = LazyLock::new(|| Script::new(crate::RENEW_SCRIPT));

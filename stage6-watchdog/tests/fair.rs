@@ -1,0 +1,137 @@
+//! The fair variant: waiters get the lock in the order they asked, the
+//! client that just released cannot barge back in, and a waiter killed in
+//! the queue holds it up for one waiter timeout at most.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use harness::observe::Verdict;
+use harness::scenario::run_in_test;
+use harness::server::{Backend, Node};
+use lockcore::{ClientSetup, LockConfig, Release};
+use stage6::fair::{FairLock, queue_name};
+
+harness::holder_entry!(stage6::fair::STAGE);
+
+const WATCHDOG: Duration = Duration::from_millis(300);
+/// How long a test waits for something the server must show.
+const PATIENCE: Duration = Duration::from_secs(10);
+
+async fn lock_node() -> Node {
+    let backend = Backend::from_env().unwrap_or_else(|e| panic!("{e}"));
+    Node::start(&backend, "lock", &[])
+        .await
+        .unwrap_or_else(|e| panic!("{e}"))
+}
+
+async fn client(node: &Node, name: &str) -> Arc<FairLock> {
+    let setup = ClientSetup::new(vec![node.url()], name, LockConfig::with_ttl(WATCHDOG));
+    Arc::new(
+        FairLock::connect(setup)
+            .await
+            .unwrap_or_else(|e| panic!("{e}")),
+    )
+}
+
+/// Waits until the server's queue holds `len` waiters.
+async fn queue_reaches(node: &Node, len: usize) {
+    let mut conn = lockcore::connect(&node.url(), "inspector").await.unwrap();
+    let queue = queue_name("lock:stock");
+    let deadline = tokio::time::Instant::now() + PATIENCE;
+    loop {
+        let queued: usize = redis::cmd("LLEN")
+            .arg(&queue)
+            .query_async(&mut conn)
+            .await
+            .unwrap();
+        if queued >= len {
+            return;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the queue never reached {len} waiters (it has {queued})"
+        );
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn waiters_get_the_lock_in_the_order_they_queued_and_the_releaser_cannot_barge_in() {
+    let node = lock_node().await;
+    let first = client(&node, "client-A").await;
+    first
+        .try_lock(PATIENCE)
+        .await
+        .unwrap()
+        .expect("a free lock");
+
+    let order = Arc::new(Mutex::new(Vec::new()));
+    // Each waiter keeps the lock until the test lets it go on.
+    let go = Arc::new(tokio::sync::Semaphore::new(0));
+    let mut waiters = Vec::new();
+    for (i, name) in ["client-B", "client-C", "client-D"].into_iter().enumerate() {
+        let lock = client(&node, name).await;
+        let order = Arc::clone(&order);
+        let go = Arc::clone(&go);
+        waiters.push(tokio::spawn(async move {
+            let held = lock
+                .try_lock(PATIENCE)
+                .await
+                .unwrap()
+                .expect("its turn came");
+            order.lock().unwrap().push(name);
+            go.acquire().await.unwrap().forget();
+            assert_eq!(
+                lockcore::DistributedLock::release(lock.as_ref(), &held)
+                    .await
+                    .unwrap(),
+                Release::Deleted
+            );
+        }));
+        queue_reaches(&node, i + 1).await;
+    }
+
+    let line = first.queued().await.unwrap();
+    assert_eq!(line.len(), 3, "client-B, client-C, client-D in line");
+    assert_eq!(first.unlock().await.unwrap(), Release::Deleted);
+    // The release itself gave the lock to the head of the line: the hash
+    // names client-B's owner before client-B has sent anything.
+    let mut conn = lockcore::connect(&node.url(), "inspector").await.unwrap();
+    let owners: Vec<String> = redis::cmd("HKEYS")
+        .arg("lock:stock")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    assert_eq!(owners, line[..1], "handed to the head of the queue");
+    assert!(
+        first.try_lock(Duration::ZERO).await.unwrap().is_none(),
+        "the client that just released must queue behind the others"
+    );
+    go.add_permits(3);
+    for waiter in waiters {
+        waiter.await.unwrap();
+    }
+    assert_eq!(*order.lock().unwrap(), ["client-B", "client-C", "client-D"]);
+    assert!(
+        first.queued().await.unwrap().is_empty(),
+        "nobody left in line"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_waiter_killed_in_the_queue_is_dropped_and_the_next_one_gets_the_lock() {
+    let outcome = run_in_test("dead-waiter", stage6::fair::STAGE).await;
+    assert_eq!(outcome.verdict, Verdict::ok());
+    assert_eq!(outcome.fact("late_waiter_acquired"), 1);
+    assert_eq!(outcome.fact("orders"), 1);
+    let dropped = outcome.timeline.count_after(
+        |e| e.actor == "client-B" && e.text.starts_with("KILLED"),
+        |e| e.text.trim_start().starts_with("lua> lpop"),
+    );
+    // One LPOP drops the dead head, one takes client-C off the queue as it
+    // takes the lock.
+    assert!(
+        dropped >= 2,
+        "the dead waiter must leave the queue by a script's LPOP ({dropped} after the kill)"
+    );
+}
