@@ -72,7 +72,8 @@ fn included(src: &Path, chapter: &str) -> BTreeSet<(PathBuf, Option<String>)> {
         .into_iter()
         .filter(|include| !TRANSLATED.contains(&include.file.as_str()))
         .map(|include| {
-            let file = src.join(&include.file);
+            // A generated file with a Chinese twin (`x.zh.md`) counts as `x.md`.
+            let file = src.join(include.file.replace(".zh.md", ".md"));
             (file.canonicalize().unwrap_or(file), include.anchor)
         })
         .collect()

@@ -159,6 +159,10 @@ impl Diagram {
 
     /// One timeline line (or a run of it) as diagram statements.
     fn step(&mut self, run: &Repeated) {
+        if !run.again.is_empty() {
+            self.again(run);
+            return;
+        }
         let e = &run.event;
         match (&e.node, e.actor.as_str()) {
             // Redis's own news: a key expired.
@@ -205,6 +209,27 @@ impl Diagram {
         if repeated {
             self.out.push_str("    end\n");
         }
+    }
+
+    /// A client's attempt made again and again: one attempt's arrows in a
+    /// `loop` box that says how many times and until when.
+    fn again(&mut self, run: &Repeated) {
+        let _ = writeln!(
+            self.out,
+            "    loop {} times, until {}",
+            run.count,
+            self.at(run.last)
+        );
+        for e in &run.again {
+            let single = Repeated {
+                event: e.clone(),
+                count: 1,
+                last: e.at,
+                again: Vec::new(),
+            };
+            self.step(&single);
+        }
+        self.out.push_str("    end\n");
     }
 
     /// The harness's narration: on the node it names, across every
