@@ -57,12 +57,12 @@ fn is_client(actor: &str) -> bool {
 }
 
 /// What stays the same from one attempt to the next: the node and the text
-/// with ids (`9a2e41c0…`) and a number answered (a `PTTL`) left out.
+/// with ids (`9a2e41c0…`) and a count answered (a `PTTL` of 287) left out.
+/// Answers 0 and 1 (refused, granted; nothing deleted, deleted) and the
+/// negative ones (`PTTL` -1: no expiry) are the story, and stay.
 fn shape(e: &Event) -> String {
     let (text, reply) = match e.text.rsplit_once(" -> ") {
-        Some((text, reply)) if reply.chars().all(|c| c.is_ascii_digit() || c == '-') => {
-            (text, "<n>")
-        }
+        Some((text, reply)) if reply.parse::<u64>().is_ok_and(|n| n >= 2) => (text, "<n>"),
         Some((text, reply)) => (text, reply),
         None => (e.text.as_str(), ""),
     };
@@ -145,22 +145,40 @@ fn attempts(runs: Vec<Repeated>) -> Vec<Repeated> {
         });
         client.streak = Some(out.len() - 1);
     }
-    for fold in out.iter_mut().filter(|r| !r.again.is_empty()) {
+    let mut said = Vec::with_capacity(out.len());
+    for mut fold in out {
+        if fold.again.is_empty() {
+            said.push(fold);
+            continue;
+        }
         let lines = fold.again.len();
         let first = shape(&fold.again[0]);
-        fold.count = fold.again.iter().filter(|e| shape(e) == first).count();
+        let attempts = fold.again.iter().filter(|e| shape(e) == first).count();
+        // A line or two that happen to look like earlier ones are no
+        // retry loop: they stay as they are.
+        if attempts < 2 {
+            said.extend(fold.again.into_iter().map(|event| Repeated {
+                last: event.at,
+                count: 1,
+                again: Vec::new(),
+                event,
+            }));
+            continue;
+        }
         let second = fold.again[1..]
             .iter()
             .position(|e| shape(e) == first)
             .map_or(lines, |p| p + 1);
         fold.again.truncate(second);
-        fold.event.text = if lines == 1 {
+        fold.count = attempts;
+        fold.event.text = if second == 1 {
             "the same command again".to_owned()
         } else {
             format!("the same commands again, {lines} lines")
         };
+        said.push(fold);
     }
-    out
+    said
 }
 
 #[cfg(test)]
@@ -211,6 +229,18 @@ mod tests {
         let folded = fold(events);
         assert_eq!(folded.len(), 2, "{folded:#?}");
         assert!(folded.iter().all(|r| r.count == 5 && r.again.is_empty()));
+    }
+
+    #[test]
+    fn a_granted_attempt_is_never_folded_into_refused_ones() {
+        let events = vec![
+            event(0, "client-B", Some("lock"), "SETNX lock 1 -> 0"),
+            event(100, "client-B", Some("lock"), "SETNX lock 1 -> 0"),
+            event(200, "client-B", Some("lock"), "SETNX lock 1 -> 1"),
+        ];
+        let folded = fold(events);
+        assert_eq!(folded.len(), 2, "{folded:#?}");
+        assert_eq!((folded[0].count, folded[1].count), (2, 1));
     }
 
     #[test]
