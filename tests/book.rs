@@ -131,18 +131,33 @@ fn no_sentence_calls_a_scenario_a_column_in_either_edition() {
             for (number, line) in text.lines().enumerate() {
                 let lower = line.to_lowercase();
                 let scenario_column = scenarios.iter().any(|s| {
-                    [format!("`{s}` column"), format!("{s} column"), format!("`{s}` 列"), format!("{s} 列")]
-                        .iter()
-                        .any(|phrase| lower.contains(phrase))
-                });
-                let stale = ["last five columns", "row by row", "the only row", "最后五列", "按行来读"]
+                    [
+                        format!("`{s}` column"),
+                        format!("{s} column"),
+                        format!("`{s}` 列"),
+                        format!("{s} 列"),
+                    ]
                     .iter()
-                    .any(|phrase| lower.contains(phrase));
+                    .any(|phrase| lower.contains(phrase))
+                });
+                let stale = [
+                    "last five columns",
+                    "row by row",
+                    "the only row",
+                    "最后五列",
+                    "按行来读",
+                ]
+                .iter()
+                .any(|phrase| lower.contains(phrase));
                 if scenario_column || stale {
                     wrong.push(format!("{}:{}: {line}", page.display(), number + 1));
                 }
             }
         }
     }
-    assert!(wrong.is_empty(), "scenarios are rows, stages columns:\n{}", wrong.join("\n"));
+    assert!(
+        wrong.is_empty(),
+        "scenarios are rows, stages columns:\n{}",
+        wrong.join("\n")
+    );
 }

@@ -286,7 +286,9 @@ fn chinese_paragraphs_are_one_line_each() {
                 wrapped.push(format!("{}:{}: {line}", page.display(), number + 1));
             }
             previous_is_prose = !line.trim().is_empty()
-                && !["#", "|", "{{", "<", "```"].iter().any(|p| s.starts_with(p));
+                && !["#", "|", "{{", "<", "```"]
+                    .iter()
+                    .any(|p| s.starts_with(p));
         }
     }
     assert!(

@@ -196,6 +196,9 @@ fn with_no_input_question_35_shows_the_write_only_resource_overselling() {
     assert!(write_only.contains("OVERSOLD"), "{write_only}");
     for fenced in ["stage8 stale-write-first  ", "stage8 gc-pause"] {
         let line = verdict(fenced);
-        assert!(line.contains("OVERLAP") && !line.contains("OVERSOLD"), "{line}");
+        assert!(
+            line.contains("OVERLAP") && !line.contains("OVERSOLD"),
+            "{line}"
+        );
     }
 }

@@ -102,7 +102,16 @@ fn every_command_the_interview_chapter_names_runs() {
     for (command, comment) in commands(&chapter) {
         let words: Vec<&str> = command.split(' ').collect();
         match words.as_slice() {
-            ["cargo", "run", "--release", "--", "run", stage, scenario, options @ ..] => {
+            [
+                "cargo",
+                "run",
+                "--release",
+                "--",
+                "run",
+                stage,
+                scenario,
+                options @ ..,
+            ] => {
                 let options: Vec<String> = options.iter().map(|w| w.to_string()).collect();
                 runs.insert((stage.to_string(), scenario.to_string(), options, comment));
             }

@@ -385,8 +385,14 @@ fn verdict_problems(book: &Path) -> Vec<String> {
     let zh = book.join("../zh/src");
     for stage in verdicts::STAGES {
         for (chapter_dir, include) in [
-            (book.to_path_buf(), format!("{GENERATED}/{stage}-verdicts.md")),
-            (zh.clone(), format!("../../src/{GENERATED}/{stage}-verdicts.zh.md")),
+            (
+                book.to_path_buf(),
+                format!("{GENERATED}/{stage}-verdicts.md"),
+            ),
+            (
+                zh.clone(),
+                format!("../../src/{GENERATED}/{stage}-verdicts.zh.md"),
+            ),
         ] {
             if !chapter_dir.exists() {
                 continue;
@@ -394,10 +400,7 @@ fn verdict_problems(book: &Path) -> Vec<String> {
             let chapter = chapter_dir.join(format!("{stage}.md"));
             let text = std::fs::read_to_string(&chapter).unwrap_or_default();
             if !text.contains(&format!("{{{{#include {include}}}}}")) {
-                problems.push(format!(
-                    "{} does not include {include}",
-                    chapter.display()
-                ));
+                problems.push(format!("{} does not include {include}", chapter.display()));
             }
         }
     }

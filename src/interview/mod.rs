@@ -267,9 +267,9 @@ mod tests {
     fn every_run_shows_the_verdict_its_answer_states() {
         for (i, q) in QUESTIONS.iter().enumerate() {
             for run in q.runs {
-                let expected = run
-                    .expected()
-                    .unwrap_or_else(|| panic!("question {}: no expectation for {}", i + 1, run.label()));
+                let expected = run.expected().unwrap_or_else(|| {
+                    panic!("question {}: no expectation for {}", i + 1, run.label())
+                });
                 assert_eq!(
                     run.says,
                     expected.to_string(),
@@ -319,8 +319,16 @@ mod tests {
             .filter(|r| r.fencing == Fencing::WriteOnly)
             .collect();
         assert_eq!(write_only.len(), 1, "{:?}", q.runs);
-        assert!(write_only[0].expected().is_some_and(|v| v.has(Finding::Oversold)));
-        assert!(write_only[0].command().ends_with("stale-write-first --fencing write-only"));
+        assert!(
+            write_only[0]
+                .expected()
+                .is_some_and(|v| v.has(Finding::Oversold))
+        );
+        assert!(
+            write_only[0]
+                .command()
+                .ends_with("stale-write-first --fencing write-only")
+        );
     }
 
     #[test]

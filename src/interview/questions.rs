@@ -78,7 +78,10 @@ pub const QUESTIONS: &[Question] = &[
         predict: "The holder is killed with `kill -9` while it holds the lock. Which stages leave \
                   everyone else locked out for good?",
         watch: Fires(Deadlock),
-        runs: &[on(1, "killed-holder", "DEADLOCK"), on(3, "killed-holder", "ok")],
+        runs: &[
+            on(1, "killed-holder", "DEADLOCK"),
+            on(3, "killed-holder", "ok"),
+        ],
         marks: &["KILLED", "PTTL of", "DEADLOCK", "expired"],
         tests: &[test("stage1", "killed_holder")],
         look_for: "In stage 1's timeline, the harness kills the holder, then the rival's `SETNX` \
@@ -103,7 +106,10 @@ pub const QUESTIONS: &[Question] = &[
         ),
         predict: "The holder crashes right after its first lock command. Which stages deadlock?",
         watch: Fires(Deadlock),
-        runs: &[on(2, "crash-before-expire", "DEADLOCK"), on(3, "crash-before-expire", "ok")],
+        runs: &[
+            on(2, "crash-before-expire", "DEADLOCK"),
+            on(3, "crash-before-expire", "ok"),
+        ],
         marks: &["CRASHES", "PTTL of", "DEADLOCK", "expired"],
         tests: &[
             test("stage2", "crash_before_expire"),
@@ -133,7 +139,10 @@ pub const QUESTIONS: &[Question] = &[
         ),
         predict: "The holder works for longer than its TTL. Which stages delete the next holder's lock?",
         watch: Fires(ForeignDelete),
-        runs: &[on(3, "slow-business", "OVERSOLD OVERLAP FOREIGN-DELETE"), on(4, "slow-business", "OVERSOLD OVERLAP")],
+        runs: &[
+            on(3, "slow-business", "OVERSOLD OVERLAP FOREIGN-DELETE"),
+            on(4, "slow-business", "OVERSOLD OVERLAP"),
+        ],
         marks: &["DEL lock", "key is gone", "FOREIGN-DELETE", "expired"],
         tests: &[
             test("stage2", "slow_business"),
@@ -163,7 +172,10 @@ pub const QUESTIONS: &[Question] = &[
         predict: "The release stalls while the lock expires and someone else takes it. Which stages \
                   delete the other client's lock?",
         watch: Fires(ForeignDelete),
-        runs: &[on(4, "get-del-race", "FOREIGN-DELETE"), on(5, "get-del-race", "ok")],
+        runs: &[
+            on(4, "get-del-race", "FOREIGN-DELETE"),
+            on(5, "get-del-race", "ok"),
+        ],
         marks: &["paused at", "expired", "DEL lock", "GONE", "FOREIGN-DELETE"],
         tests: &[
             test("stage4", "get_del_race"),
@@ -193,7 +205,10 @@ pub const QUESTIONS: &[Question] = &[
         ),
         predict: "The holder works for three TTLs while a rival waits. Which stages oversell?",
         watch: Fires(Oversold),
-        runs: &[on(5, "slow-business", "OVERSOLD OVERLAP"), on(6, "slow-business", "ok")],
+        runs: &[
+            on(5, "slow-business", "OVERSOLD OVERLAP"),
+            on(6, "slow-business", "ok"),
+        ],
         marks: &[
             "pexpire",
             "acquired",
@@ -289,7 +304,10 @@ pub const QUESTIONS: &[Question] = &[
         predict: "client-A works for three TTLs while client-B waits. Which stages let client-B in \
                   before client-A is done?",
         watch: Fires(Overlap),
-        runs: &[on(6, "slow-business", "ok"), on(5, "slow-business", "OVERSOLD OVERLAP")],
+        runs: &[
+            on(6, "slow-business", "ok"),
+            on(5, "slow-business", "OVERSOLD OVERLAP"),
+        ],
         marks: &["publish", "pttl", "-> nil", "acquired", "paused at"],
         tests: &[test("stage6", "pubsub_wait")],
         look_for: "client-B's acquire script answers a number (the holder's `PTTL`) and client-B \
@@ -312,7 +330,11 @@ pub const QUESTIONS: &[Question] = &[
         predict: "The master dies before the lock reaches its replica, and the replica is promoted. \
                   Which stages oversell?",
         watch: Fires(Oversold),
-        runs: &[on(5, "failover", "OVERSOLD OVERLAP"), on(6, "failover", "OVERSOLD OVERLAP"), on(8, "failover", "OVERSOLD OVERLAP")],
+        runs: &[
+            on(5, "failover", "OVERSOLD OVERLAP"),
+            on(6, "failover", "OVERSOLD OVERLAP"),
+            on(8, "failover", "OVERSOLD OVERLAP"),
+        ],
         marks: &[
             "KILLED",
             "REPLICAOF",
@@ -376,7 +398,10 @@ pub const QUESTIONS: &[Question] = &[
         ),
         predict: "The holder works for three TTLs and then writes. Which stages oversell?",
         watch: Fires(Oversold),
-        runs: &[on(8, "slow-business", "OVERLAP"), on(5, "slow-business", "OVERSOLD OVERLAP")],
+        runs: &[
+            on(8, "slow-business", "OVERLAP"),
+            on(5, "slow-business", "OVERSOLD OVERLAP"),
+        ],
         marks: &["fencing token", "REJECTED", "OVERLAP", "OVERSOLD"],
         tests: &[test("stage8", "stale_writer")],
         look_for: "Both clients are inside at once (OVERLAP), but in stage 8 client-A's write carries \
@@ -402,7 +427,10 @@ pub const QUESTIONS: &[Question] = &[
         ),
         predict: "After a failover, which stages oversell, fencing included?",
         watch: Fires(Oversold),
-        runs: &[on(5, "failover", "OVERSOLD OVERLAP"), on(8, "failover", "OVERSOLD OVERLAP")],
+        runs: &[
+            on(5, "failover", "OVERSOLD OVERLAP"),
+            on(8, "failover", "OVERSOLD OVERLAP"),
+        ],
         marks: &["does NOT have", "TWO HOLDERS", "fencing token", "OVERSOLD"],
         tests: &[test("stage8", "lost_counter")],
         look_for: "Stage 8 oversells too: its counter lived on the master that died, so both holders \
@@ -426,7 +454,10 @@ pub const QUESTIONS: &[Question] = &[
         ),
         predict: "With a 300 ms TTL, which of these runs oversell?",
         watch: Fires(Oversold),
-        runs: &[on(5, "slow-business", "OVERSOLD OVERLAP"), on(5, "killed-holder", "ok")],
+        runs: &[
+            on(5, "slow-business", "OVERSOLD OVERLAP"),
+            on(5, "killed-holder", "ok"),
+        ],
         marks: &["paused at", "business finally ends", "expired", "OVERSOLD"],
         tests: &[
             test("stage3", "killed_holder"),
@@ -484,7 +515,10 @@ pub const QUESTIONS: &[Question] = &[
         predict: "The holder works for three TTLs: stage 6 without a lease, stage 5 with a TTL, \
                   which is what a lease is. Which stages let the rival in?",
         watch: Fires(Overlap),
-        runs: &[on(6, "slow-business", "ok"), on(5, "slow-business", "OVERSOLD OVERLAP")],
+        runs: &[
+            on(6, "slow-business", "ok"),
+            on(5, "slow-business", "OVERSOLD OVERLAP"),
+        ],
         marks: &["pexpire", "acquired", "publish"],
         tests: &[test("stage6", "lease"), test("stage6", "pubsub_wait")],
         look_for: "No lease: the renewals keep client-B out until client-A releases. `stage6 --test \
@@ -509,7 +543,10 @@ pub const QUESTIONS: &[Question] = &[
         predict: "A holder whose lock expired releases after the next client took it. Which stages \
                   delete the next client's lock?",
         watch: Fires(ForeignDelete),
-        runs: &[on(2, "slow-business", "OVERSOLD OVERLAP FOREIGN-DELETE"), on(6, "slow-business", "ok")],
+        runs: &[
+            on(2, "slow-business", "OVERSOLD OVERLAP FOREIGN-DELETE"),
+            on(6, "slow-business", "ok"),
+        ],
         marks: &["DEL lock", "key is gone", "FOREIGN-DELETE", "REFUSED"],
         tests: &[test("stage6", "reentrant")],
         look_for: "Stage 2's `DEL` after its key expired deletes client-B's key. `stage6 --test \
@@ -569,7 +606,10 @@ pub const QUESTIONS: &[Question] = &[
         predict: "A thawed holder releases a lock someone else now holds. Which stages delete the \
                   other client's lock?",
         watch: Fires(ForeignDelete),
-        runs: &[on(6, "gc-pause", "OVERSOLD OVERLAP"), on(5, "gc-pause", "OVERSOLD OVERLAP")],
+        runs: &[
+            on(6, "gc-pause", "OVERSOLD OVERLAP"),
+            on(5, "gc-pause", "OVERSOLD OVERLAP"),
+        ],
         marks: &["REFUSED", "not the owner", "lost-lock", "thawed"],
         tests: &[test("stage6", "reentrant")],
         look_for: "After the thaw, client-A's release script finds no field of its own: \"release \
@@ -594,7 +634,10 @@ pub const QUESTIONS: &[Question] = &[
         ),
         predict: "The holder process is killed with `kill -9`. Which stages keep the lock for ever?",
         watch: Fires(Deadlock),
-        runs: &[on(6, "killed-holder", "ok"), on(1, "killed-holder", "DEADLOCK")],
+        runs: &[
+            on(6, "killed-holder", "ok"),
+            on(1, "killed-holder", "DEADLOCK"),
+        ],
         marks: &["KILLED", "PTTL of", "expired", "DEADLOCK"],
         tests: &[
             test("stage6", "killed_holder"),
@@ -647,7 +690,10 @@ pub const QUESTIONS: &[Question] = &[
         ),
         predict: "Eight clients on one lock: which stages oversell?",
         watch: Fires(Oversold),
-        runs: &[on(6, "contention", "ok"), on(0, "contention", "OVERSOLD OVERLAP")],
+        runs: &[
+            on(6, "contention", "ok"),
+            on(0, "contention", "OVERSOLD OVERLAP"),
+        ],
         marks: &["start shopping", "acquired the lock", "release deleted"],
         tests: &[test("stage6", "pubsub_wait")],
         look_for: "Who releases and who acquires next: the same client often takes the lock again \
@@ -670,7 +716,10 @@ pub const QUESTIONS: &[Question] = &[
         predict: "Replies are delayed until the lock's validity is used up. Which stages refuse the \
                   lock?",
         watch: Fires(Refused),
-        runs: &[on(7, "network-delay", "REFUSED"), on(3, "network-delay", "ok")],
+        runs: &[
+            on(7, "network-delay", "REFUSED"),
+            on(3, "network-delay", "ok"),
+        ],
         marks: &[
             "held 900ms",
             "REFUSED",
@@ -699,7 +748,10 @@ pub const QUESTIONS: &[Question] = &[
         predict: "A node's clock jumps forward, so the lock expires early there. Which stages \
                   oversell?",
         watch: Fires(Oversold),
-        runs: &[on(7, "clock-jump", "OVERSOLD OVERLAP"), on(5, "clock-jump", "OVERSOLD OVERLAP")],
+        runs: &[
+            on(7, "clock-jump", "OVERSOLD OVERLAP"),
+            on(5, "clock-jump", "OVERSOLD OVERLAP"),
+        ],
         marks: &["JUMPS", "PEXPIRE", "TWO HOLDERS", "OVERSOLD"],
         tests: &[test("stage7", "restart_and_clock")],
         look_for: "The harness's `PEXPIRE` on one of client-A's majority; client-B then wins that \
@@ -722,7 +774,10 @@ pub const QUESTIONS: &[Question] = &[
         java: None,
         predict: "The holder is frozen for longer than the TTL. Which stages oversell?",
         watch: Fires(Oversold),
-        runs: &[on(7, "gc-pause", "OVERSOLD OVERLAP"), on(8, "gc-pause", "OVERLAP")],
+        runs: &[
+            on(7, "gc-pause", "OVERSOLD OVERLAP"),
+            on(8, "gc-pause", "OVERLAP"),
+        ],
         marks: &["FROZEN", "thawed", "TWO HOLDERS", "REJECTED", "OVERSOLD"],
         tests: &[test("stage7", "gc_pause"), test("stage8", "stale_writer")],
         look_for: "Stage 7: a majority cannot help a frozen holder. Stage 8: the same overlap, and \
@@ -745,7 +800,10 @@ pub const QUESTIONS: &[Question] = &[
         ),
         predict: "A node's clock jumps forward. Which stages oversell?",
         watch: Fires(Oversold),
-        runs: &[on(7, "clock-jump", "OVERSOLD OVERLAP"), on(8, "clock-jump", "OVERLAP")],
+        runs: &[
+            on(7, "clock-jump", "OVERSOLD OVERLAP"),
+            on(8, "clock-jump", "OVERLAP"),
+        ],
         marks: &["JUMPS", "PEXPIRE", "TWO HOLDERS", "OVERSOLD"],
         tests: &[test("stage8", "stale_writer")],
         look_for: "Stage 7 oversells after the jump; stage 8 overlaps, and the older token cannot \
@@ -773,11 +831,21 @@ pub const QUESTIONS: &[Question] = &[
         runs: &[
             on(5, "sentinel-failover", "OVERSOLD OVERLAP"),
             on(5, "sentinel-failover-wait", "ok"),
-            on(5, "sentinel-failover-wait-other-replica", "OVERSOLD OVERLAP"),
+            on(
+                5,
+                "sentinel-failover-wait-other-replica",
+                "OVERSOLD OVERLAP",
+            ),
             on(5, "split-brain", "OVERSOLD OVERLAP"),
             on(5, "split-brain-min-replicas", "ok"),
         ],
-        marks: &["WAIT", "min-replicas", "switch-master", "TWO HOLDERS", "NOREPLICAS"],
+        marks: &[
+            "WAIT",
+            "min-replicas",
+            "switch-master",
+            "TWO HOLDERS",
+            "NOREPLICAS",
+        ],
         tests: &[test("stage5", "sentinel")],
         look_for: "With `WAIT 1` and no replica answering, client-A knows its lock is not safe \
                    and does not go on; when the one replica that answered dies with the master, \
@@ -828,7 +896,10 @@ pub const QUESTIONS: &[Question] = &[
         predict: "The master is cut off while a client on its side takes the lock. Which stages \
                   oversell?",
         watch: Fires(Oversold),
-        runs: &[on(5, "split-brain", "OVERSOLD OVERLAP"), on(8, "split-brain", "OVERSOLD OVERLAP")],
+        runs: &[
+            on(5, "split-brain", "OVERSOLD OVERLAP"),
+            on(8, "split-brain", "OVERSOLD OVERLAP"),
+        ],
         marks: &["partition", "switch-master", "TWO HOLDERS", "OVERSOLD"],
         tests: &[],
         look_for: "Two `SET … NX` answered OK, on two different masters; after the heal, the old \
@@ -849,7 +920,10 @@ pub const QUESTIONS: &[Question] = &[
         java: None,
         predict: "The master holding the lock dies before its replica has it. Which stages oversell?",
         watch: Fires(Oversold),
-        runs: &[on(6, "failover", "OVERSOLD OVERLAP"), on(8, "failover", "OVERSOLD OVERLAP")],
+        runs: &[
+            on(6, "failover", "OVERSOLD OVERLAP"),
+            on(8, "failover", "OVERSOLD OVERLAP"),
+        ],
         marks: &["KILLED", "does NOT have", "TWO HOLDERS", "OVERSOLD"],
         tests: &[test("stage8", "lost_counter")],
         look_for: "A Cluster failover is this run: the slot's master dies, its replica takes the \
@@ -872,7 +946,10 @@ pub const QUESTIONS: &[Question] = &[
         java: None,
         predict: "Which of these give the lock to two holders at once and oversell?",
         watch: Fires(Oversold),
-        runs: &[on(5, "failover", "OVERSOLD OVERLAP"), on(7, "clock-jump", "OVERSOLD OVERLAP")],
+        runs: &[
+            on(5, "failover", "OVERSOLD OVERLAP"),
+            on(7, "clock-jump", "OVERSOLD OVERLAP"),
+        ],
         marks: &["TWO HOLDERS", "OVERSOLD"],
         tests: &[
             test("stage5", "failover"),
@@ -899,7 +976,10 @@ pub const QUESTIONS: &[Question] = &[
         predict: "The release stalls while the lock changes hands. Which stages delete the other \
                   client's lock?",
         watch: Fires(ForeignDelete),
-        runs: &[on(5, "get-del-race", "ok"), on(4, "get-del-race", "FOREIGN-DELETE")],
+        runs: &[
+            on(5, "get-del-race", "ok"),
+            on(4, "get-del-race", "FOREIGN-DELETE"),
+        ],
         marks: &["EVAL", "lua>", "paused at"],
         tests: &[test("stage5", "get_del_race")],
         look_for: "The script's `lua>` lines: `GET` and `DEL` run inside it with nothing between. The \
@@ -929,7 +1009,10 @@ pub const QUESTIONS: &[Question] = &[
         java: None,
         predict: "Eight clients, ten items. Which stages oversell?",
         watch: Fires(Oversold),
-        runs: &[on(0, "contention", "OVERSOLD OVERLAP"), on(1, "contention", "ok")],
+        runs: &[
+            on(0, "contention", "OVERSOLD OVERLAP"),
+            on(1, "contention", "ok"),
+        ],
         marks: &["start shopping", "OVERSOLD", "verdict"],
         tests: &[test("stage1", "contention"), test("stage4", "get_del_race")],
         look_for: "The control (no lock) shows the observers can fire: more orders than stock. A \
@@ -949,7 +1032,10 @@ pub const QUESTIONS: &[Question] = &[
         java: None,
         predict: "Which of these oversell: no lock at all, or fencing with a paused holder?",
         watch: Fires(Oversold),
-        runs: &[on(8, "gc-pause", "OVERLAP"), on(0, "contention", "OVERSOLD OVERLAP")],
+        runs: &[
+            on(8, "gc-pause", "OVERLAP"),
+            on(0, "contention", "OVERSOLD OVERLAP"),
+        ],
         marks: &["FROZEN", "thawed", "REJECTED", "OVERSOLD"],
         tests: &[test("stage8", "stale_writer")],
         look_for: "Stage 8 overlaps and still sells exactly the stock, because the resource checks \
@@ -968,7 +1054,10 @@ pub const QUESTIONS: &[Question] = &[
         java: None,
         predict: "Which of these oversell: no lock, or Redlock with its replies delayed?",
         watch: Fires(Oversold),
-        runs: &[on(7, "network-delay", "REFUSED"), on(0, "contention", "OVERSOLD OVERLAP")],
+        runs: &[
+            on(7, "network-delay", "REFUSED"),
+            on(0, "contention", "OVERSOLD OVERLAP"),
+        ],
         marks: &["held 900ms", "REFUSED"],
         tests: &[test("stage1", "bad_input")],
         look_for: "Stage 7 refuses (fails closed) when the answers come too late; stage 0 is what \

@@ -14,7 +14,10 @@ const LEGEND: [(&str, &str); 9] = [
     ("OVERLAP", "两个客户端同时在临界区里"),
     ("FOREIGN-DELETE", "某个客户端解锁时删掉了别的客户端持有的锁"),
     ("DEADLOCK", "在整个等待窗口内谁也拿不到锁"),
-    ("SELF-BLOCKED", "持锁者再次申请自己的锁，要等这把锁过期后才拿到"),
+    (
+        "SELF-BLOCKED",
+        "持锁者再次申请自己的锁，要等这把锁过期后才拿到",
+    ),
     ("REFUSED", "锁选择拒绝，而不是发出一把不安全的锁"),
     ("n/a", "这个场景不适用于这个阶段（原因见下）"),
     ("ERROR", "场景没能运行（见 matrix.json）"),
@@ -22,13 +25,25 @@ const LEGEND: [(&str, &str); 9] = [
 
 /// The Chinese of every reason a scenario gives for not applying.
 const REASONS: [(&str, &str); 9] = [
-    ("no lock command to crash after", "没有加锁命令，也就谈不上在它之后崩溃"),
-    ("no lock, so no release to race", "没有锁，也就没有会被抢先的解锁"),
+    (
+        "no lock command to crash after",
+        "没有加锁命令，也就谈不上在它之后崩溃",
+    ),
+    (
+        "no lock, so no release to race",
+        "没有锁，也就没有会被抢先的解锁",
+    ),
     ("no lock to lose", "没有锁可丢"),
     ("no lock for a node to forget", "没有锁可让节点忘掉"),
-    ("no lock key for a clock to expire", "没有锁 key 可让时钟提前过期"),
+    (
+        "no lock key for a clock to expire",
+        "没有锁 key 可让时钟提前过期",
+    ),
     ("no lock", "没有锁"),
-    ("no lock command whose reply could be late", "没有加锁命令，也就没有会迟到的回复"),
+    (
+        "no lock command whose reply could be late",
+        "没有加锁命令，也就没有会迟到的回复",
+    ),
     ("no lock to leave behind", "没有锁会被留下"),
     (
         "Redlock uses independent masters, no replicas",
@@ -52,9 +67,9 @@ pub fn render(english: &str) -> Result<String, Vec<String>> {
         let _ = writeln!(out, "{line}");
     }
     out.push_str("\n图例：\n\n");
-    let legend = english
-        .split_once("\nLegend:\n")
-        .map_or("", |(_, rest)| rest.split("\nWhy n/a:").next().unwrap_or(""));
+    let legend = english.split_once("\nLegend:\n").map_or("", |(_, rest)| {
+        rest.split("\nWhy n/a:").next().unwrap_or("")
+    });
     for label in legend
         .lines()
         .filter_map(|l| l.strip_prefix("- "))
@@ -68,7 +83,10 @@ pub fn render(english: &str) -> Result<String, Vec<String>> {
         }
     }
     let reasons = english.split_once("\nWhy n/a:\n").map_or("", |(_, r)| r);
-    let lines: Vec<&str> = reasons.lines().filter_map(|l| l.strip_prefix("- ")).collect();
+    let lines: Vec<&str> = reasons
+        .lines()
+        .filter_map(|l| l.strip_prefix("- "))
+        .collect();
     if !lines.is_empty() {
         out.push_str("\n为什么是 n/a：\n\n");
     }
@@ -84,7 +102,11 @@ pub fn render(english: &str) -> Result<String, Vec<String>> {
             None => missing.push(format!("the reason `{reason}` has no Chinese")),
         }
     }
-    if missing.is_empty() { Ok(out) } else { Err(missing) }
+    if missing.is_empty() {
+        Ok(out)
+    } else {
+        Err(missing)
+    }
 }
 
 #[cfg(test)]
@@ -106,7 +128,8 @@ mod tests {
 
     #[test]
     fn a_reason_without_chinese_is_named() {
-        let english = "| a |\n|---|\n\nLegend:\n\n- ok  fine\n\nWhy n/a:\n\n- stage0 × x: a new reason\n";
+        let english =
+            "| a |\n|---|\n\nLegend:\n\n- ok  fine\n\nWhy n/a:\n\n- stage0 × x: a new reason\n";
         let missing = render(english).expect_err("no Chinese for it");
         assert!(missing[0].contains("a new reason"), "{missing:?}");
     }

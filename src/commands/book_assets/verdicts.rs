@@ -185,7 +185,9 @@ mod tests {
         let row = row("stage6");
         assert!(row.fixed.contains(&"slow-business"), "{row:?}");
         assert!(
-            row.breaks.iter().any(|(s, f)| *s == "gc-pause" && f.contains("OVERSOLD")),
+            row.breaks
+                .iter()
+                .any(|(s, f)| *s == "gc-pause" && f.contains("OVERSOLD")),
             "{row:?}"
         );
         assert!(
@@ -204,7 +206,9 @@ mod tests {
             "{row:?}"
         );
         assert!(
-            row.breaks.iter().any(|(s, f)| *s == "failover" && f.contains("OVERSOLD")),
+            row.breaks
+                .iter()
+                .any(|(s, f)| *s == "failover" && f.contains("OVERSOLD")),
             "{row:?}"
         );
     }

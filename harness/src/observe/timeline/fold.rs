@@ -69,9 +69,9 @@ fn shape(e: &Event) -> String {
     let words: Vec<&str> = text
         .split(' ')
         .map(|w| {
-            let id = w.strip_suffix('…').is_some_and(|hex| {
-                !hex.is_empty() && hex.chars().all(|c| c.is_ascii_hexdigit())
-            });
+            let id = w
+                .strip_suffix('…')
+                .is_some_and(|hex| !hex.is_empty() && hex.chars().all(|c| c.is_ascii_hexdigit()));
             if id { "<id>" } else { w }
         })
         .collect();
@@ -118,8 +118,7 @@ fn attempts(runs: Vec<Repeated>) -> Vec<Repeated> {
         if let Some(i) = client.streak {
             let fold = &mut out[i];
             fold.last = run.last;
-            fold.again
-                .extend(std::iter::repeat_n(run.event, run.count));
+            fold.again.extend(std::iter::repeat_n(run.event, run.count));
             continue;
         }
         // The same line as the client's last, with only others in between:
@@ -203,15 +202,38 @@ mod tests {
         let mut events = vec![event(0, "client-A", None, "acquired the lock")];
         for i in 0..40u64 {
             let id = format!("{:08x}…", i * 7919);
-            events.push(event(10 + i * 6, "client-B", Some("lock"), &format!("EVALSHA 144a48ca… 2 lock {id} 300 -> nil")));
-            events.push(event(10 + i * 6, "client-B", Some("lock"), &format!("  lua> SET lock {id} NX PX 300")));
+            events.push(event(
+                10 + i * 6,
+                "client-B",
+                Some("lock"),
+                &format!("EVALSHA 144a48ca… 2 lock {id} 300 -> nil"),
+            ));
+            events.push(event(
+                10 + i * 6,
+                "client-B",
+                Some("lock"),
+                &format!("  lua> SET lock {id} NX PX 300"),
+            ));
             if i % 10 == 0 {
-                events.push(event(11 + i * 6, "client-A", Some("db"), &format!("GET stock -> {i}")));
+                events.push(event(
+                    11 + i * 6,
+                    "client-A",
+                    Some("db"),
+                    &format!("GET stock -> {i}"),
+                ));
             }
         }
-        events.push(event(400, "client-B", Some("lock"), "EVALSHA 144a48ca… 2 lock 0badf00d… 300 -> 1"));
+        events.push(event(
+            400,
+            "client-B",
+            Some("lock"),
+            "EVALSHA 144a48ca… 2 lock 0badf00d… 300 -> 1",
+        ));
         let folded = fold(events);
-        let b: Vec<&Repeated> = folded.iter().filter(|r| r.event.actor == "client-B").collect();
+        let b: Vec<&Repeated> = folded
+            .iter()
+            .filter(|r| r.event.actor == "client-B")
+            .collect();
         assert_eq!(b.len(), 4, "{folded:#?}");
         assert_eq!(b[2].event.text, "the same commands again, 78 lines");
         assert_eq!(b[2].count, 39, "one attempt is two lines");
@@ -223,8 +245,18 @@ mod tests {
     fn a_single_line_retried_between_others_lines_joins_its_first_count() {
         let mut events = Vec::new();
         for i in 0..5u64 {
-            events.push(event(i * 100, "client-B", Some("lock"), "SETNX lock 1 -> 0"));
-            events.push(event(i * 100 + 1, "client-C", Some("lock"), "SETNX lock 1 -> 0"));
+            events.push(event(
+                i * 100,
+                "client-B",
+                Some("lock"),
+                "SETNX lock 1 -> 0",
+            ));
+            events.push(event(
+                i * 100 + 1,
+                "client-C",
+                Some("lock"),
+                "SETNX lock 1 -> 0",
+            ));
         }
         let folded = fold(events);
         assert_eq!(folded.len(), 2, "{folded:#?}");
