@@ -59,33 +59,52 @@ pub struct Row {
     pub worse: Vec<(&'static str, String)>,
     /// Every scenario with a finding here: (scenario, findings).
     pub breaks: Vec<(&'static str, String)>,
+    /// Scenarios where the lock says no instead of granting an unsafe lock.
+    pub refuses: Vec<&'static str>,
+}
+
+/// The stage `stage` is read against: the one before it, except that
+/// Redlock (7) and fencing (8) are each built on stage 5's single-node lock
+/// (a unique value, a scripted release), not on the stage numbered before.
+pub fn baseline(stage: &str) -> String {
+    let number: u8 = stage.trim_start_matches("stage").parse().unwrap_or(0);
+    match number {
+        7 | 8 => "stage5".to_owned(),
+        n => format!("stage{}", n.saturating_sub(1)),
+    }
+}
+
+/// A verdict that is a failure: a finding other than a refusal.
+fn broken(v: &Verdict) -> bool {
+    v.findings().any(|f| f != Finding::Refused)
 }
 
 /// `stage`'s row against the stage before it (stage 0, the control, for
 /// stage 1).
 pub fn row(stage: &str) -> Row {
-    let number: u8 = stage.trim_start_matches("stage").parse().unwrap_or(0);
-    let before = format!("stage{}", number.saturating_sub(1));
+    let before = baseline(stage);
     let mut row = Row::default();
     for scenario in harness::SCENARIOS.iter().map(|s| s.name) {
         let Some(now) = verdict(stage, scenario) else {
             continue;
         };
         let was = verdict(&before, scenario);
-        if !now.is_ok() {
+        if broken(&now) {
             row.breaks.push((scenario, labels(&now)));
+        } else if !now.is_ok() {
+            row.refuses.push(scenario);
         }
         match was {
-            Some(was) if !was.is_ok() && now.is_ok() => row.fixed.push(scenario),
+            Some(was) if broken(&was) && !broken(&now) => row.fixed.push(scenario),
             Some(was)
-                if !was.is_ok()
-                    && !now.is_ok()
+                if broken(&was)
+                    && broken(&now)
                     && now.findings().all(|f| was.has(f))
                     && now != was =>
             {
                 row.better.push((scenario, labels(&was), labels(&now)))
             }
-            Some(was) if was.is_ok() && !now.is_ok() => row.worse.push((scenario, labels(&now))),
+            Some(was) if !broken(&was) && broken(&now) => row.worse.push((scenario, labels(&now))),
             _ => {}
         }
     }
@@ -96,17 +115,22 @@ pub fn row(stage: &str) -> Row {
 pub fn render(stage: &str, edition: Edition) -> String {
     let row = row(stage);
     let number = stage.trim_start_matches("stage");
-    let before = number.parse::<u8>().unwrap_or(1).saturating_sub(1);
-    let (fixed, better, worse, breaks, none, head, foot) = match edition {
+    let before = baseline(stage);
+    let before = before.trim_start_matches("stage");
+    let (fixed, better, worse, breaks, refuses, none, colon, head, foot) = match edition {
         Edition::English => (
             format!("Fixed here (broken on stage {before}, ok on stage {number})"),
             "Better, not fixed".to_owned(),
             format!("Broken here, ok on stage {before}"),
             format!("Still broken on stage {number}"),
+            "Says no instead of granting an unsafe lock (REFUSED)".to_owned(),
             "nothing",
-            "The expected matrix's row for this stage, against the stage before \
-             (generated from `src/matrix/expected.rs`; each name is a scenario, \
-             `cargo run --release -- run",
+            ":",
+            format!(
+                "Stage {number}'s column of the expected matrix, against stage {before}'s \
+                 (generated from `src/matrix/expected.rs`; each name is a scenario, \
+                 `cargo run --release -- run"
+            ),
             "shows one):",
         ),
         Edition::Chinese => (
@@ -114,9 +138,13 @@ pub fn render(stage: &str, edition: Edition) -> String {
             "有所改善、仍未修好的".to_owned(),
             format!("阶段 {before} 正常、本阶段反而出错的"),
             format!("阶段 {number} 仍然出错的"),
+            "拒绝加锁而不是发出不安全的锁（REFUSED）".to_owned(),
             "无",
-            "期望矩阵中本阶段这一行与上一阶段的对比（由 `src/matrix/expected.rs` \
-             生成；每个名字是一个场景，用 `cargo run --release -- run",
+            "：",
+            format!(
+                "期望矩阵中阶段 {number} 这一列与阶段 {before} 的对比（由 `src/matrix/expected.rs` \
+                 生成；每个名字是一个场景，用 `cargo run --release -- run"
+            ),
             "可以重跑）：",
         ),
     };
@@ -134,14 +162,14 @@ pub fn render(stage: &str, edition: Edition) -> String {
                 .join(", ")
         }
     };
-    let _ = writeln!(out, "- **{fixed}:** {}", names(&row.fixed));
+    let _ = writeln!(out, "- **{fixed}{colon}** {}", names(&row.fixed));
     if !row.better.is_empty() {
         let items: Vec<String> = row
             .better
             .iter()
             .map(|(s, was, now)| format!("`{s}` ({was} → {now})"))
             .collect();
-        let _ = writeln!(out, "- **{better}:** {}", items.join(", "));
+        let _ = writeln!(out, "- **{better}{colon}** {}", items.join(", "));
     }
     if !row.worse.is_empty() {
         let items: Vec<String> = row
@@ -149,7 +177,7 @@ pub fn render(stage: &str, edition: Edition) -> String {
             .iter()
             .map(|(s, now)| format!("`{s}` ({now})"))
             .collect();
-        let _ = writeln!(out, "- **{worse}:** {}", items.join(", "));
+        let _ = writeln!(out, "- **{worse}{colon}** {}", items.join(", "));
     }
     let items: Vec<String> = row
         .breaks
@@ -161,7 +189,10 @@ pub fn render(stage: &str, edition: Edition) -> String {
     } else {
         items.join(", ")
     };
-    let _ = writeln!(out, "- **{breaks}:** {broken}");
+    let _ = writeln!(out, "- **{breaks}{colon}** {broken}");
+    if !row.refuses.is_empty() {
+        let _ = writeln!(out, "- **{refuses}{colon}** {}", names(&row.refuses));
+    }
     out
 }
 
@@ -192,6 +223,16 @@ mod tests {
         );
         assert!(
             row.worse.iter().any(|(s, _)| *s == "business-error"),
+            "{row:?}"
+        );
+    }
+
+    #[test]
+    fn a_refusal_is_no_breakage() {
+        let row = row("stage7");
+        assert!(row.refuses.contains(&"network-delay"), "{row:?}");
+        assert!(
+            row.breaks.iter().all(|(s, _)| *s != "network-delay"),
             "{row:?}"
         );
     }
