@@ -35,7 +35,7 @@ WIDTH = 1280
 HEIGHT = 900
 
 # "A few screens": a diagram taller than this is too long to follow.
-MAX_DIAGRAM_HEIGHT = 4 * HEIGHT
+MAX_DIAGRAM_HEIGHT = 5 * HEIGHT
 
 # Pages of a built book that are not chapters.
 NOT_CHAPTERS = {'print.html', 'toc.html', '404.html'}
