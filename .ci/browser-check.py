@@ -7,13 +7,19 @@ what the course promises about them:
 - nothing is wider than its column: no code block, timeline or table
   overflows, and the page itself does not scroll sideways;
 - with --table, the page's table has the rows and columns it should (and, as
-  it does not overflow, shows them all).
+  it does not overflow, shows them all);
+- every diagram fits its column (scaled) and has a link that opens it at full
+  size, and none is taller than a few screens;
+- with --book, every chapter of a built mdBook (its html/ folder or the book
+  folder itself) is checked; with --search TERM, the book's search box finds
+  at least one section for each TERM (a Chinese word as well as a Latin one).
 
 It drives Chromium over the DevTools protocol on a pipe (--remote-debugging-pipe),
 so it needs nothing but Python's standard library and Debian's `chromium`.
 Each page's screenshot is written into --shots.
 
-    browser-check.py --shots target/screenshots [--table] FILE...
+    browser-check.py --shots target/screenshots [--table RxC] [--diagram] FILE...
+    browser-check.py --shots target/screenshots --book book/zh/book/html --search 看门狗
 """
 
 import argparse
@@ -26,6 +32,13 @@ import time
 from pathlib import Path
 
 WIDTH = 1280
+HEIGHT = 900
+
+# "A few screens": a diagram taller than this is too long to follow.
+MAX_DIAGRAM_HEIGHT = 5 * HEIGHT
+
+# Pages of a built book that are not chapters.
+NOT_CHAPTERS = {'print.html', 'toc.html', '404.html'}
 
 # Kept before Mermaid replaces its source with the SVG.
 KEEP_SOURCES = """
@@ -60,7 +73,21 @@ CHECKS = """
     if (declared.length && lifelines < declared.length) {
       problems.push(`a diagram has ${lifelines} lifelines for ${declared.length} clients`);
     }
-    diagrams.push({clients: declared.length, lifelines, width: svg.getBoundingClientRect().width});
+    const box = svg.getBoundingClientRect();
+    const room = el.getBoundingClientRect();
+    if (box.width > room.width + 1) {
+      problems.push(`a diagram is wider than its column (${Math.round(box.width)} > ${Math.round(room.width)} px)`);
+    }
+    if (box.height > MAX_HEIGHT) {
+      problems.push(`a diagram is ${Math.round(box.height)} px tall, more than ${MAX_HEIGHT}`);
+    }
+    const next = el.nextElementSibling;
+    // In the book (which has a search toggle), mermaid-init.js adds the link.
+    if (document.getElementById('mdbook-search-toggle') &&
+        !(next && next.classList.contains('diagram-full') && next.querySelector('a[href]'))) {
+      problems.push('a diagram has no link to open it at full size');
+    }
+    diagrams.push({clients: declared.length, lifelines, width: box.width, height: box.height});
   }
   const column = document.querySelector('main') || document.body;
   const right = column.getBoundingClientRect().right + 1;
@@ -75,6 +102,10 @@ CHECKS = """
     if (el.getBoundingClientRect().right > right) {
       problems.push(`${what} overflows its column: ${start}`);
     }
+    const wrapper = el.parentElement;
+    if (el.tagName === 'TABLE' && wrapper && wrapper.scrollWidth > wrapper.clientWidth + 1) {
+      problems.push(`a table hides columns behind a scrollbar (${wrapper.scrollWidth} > ${wrapper.clientWidth} px): ${start}`);
+    }
   }
   if (document.documentElement.scrollWidth > window.innerWidth) {
     problems.push(`the page scrolls sideways (${document.documentElement.scrollWidth} px)`);
@@ -83,6 +114,26 @@ CHECKS = """
   const shape = table ? {rows: table.rows.length, columns: table.rows[0].cells.length} : null;
   return JSON.stringify({problems, diagrams, blocks: blocks.length, table: shape});
 })()
+""".replace('MAX_HEIGHT', str(MAX_DIAGRAM_HEIGHT))
+
+# Opens the search box and types `term`; the number of results, once the
+# index has loaded and answered (-1 while it has not).
+SEARCH = """
+((term) => {
+  const bar = document.getElementById('mdbook-searchbar');
+  if (!bar) return -2;
+  const wrapper = document.getElementById('mdbook-search-wrapper');
+  if (wrapper && wrapper.classList.contains('hidden')) {
+    document.getElementById('mdbook-search-toggle').click();
+  }
+  if (bar.value !== term) {
+    bar.value = term;
+  }
+  bar.dispatchEvent(new KeyboardEvent('keyup', {bubbles: true}));
+  const header = document.getElementById('mdbook-searchresults-header');
+  if (!header || !header.textContent.includes(term)) return -1;
+  return document.querySelectorAll('#mdbook-searchresults > li').length;
+})
 """
 
 
@@ -163,6 +214,39 @@ class Browser:
             self.process.wait()
 
 
+def search(browser, path, terms):
+    """Each term's number of search results on the page at `path`."""
+    target = browser.send('Target.createTarget', {'url': 'about:blank'})['targetId']
+    session = browser.send('Target.attachToTarget',
+                           {'targetId': target, 'flatten': True})['sessionId']
+    s = lambda method, params=None: browser.send(method, params, session)
+    s('Page.enable')
+    s('Page.navigate', {'url': Path(path).resolve().as_uri()})
+    browser.wait_event('Page.loadEventFired')
+    found = {}
+    for term in terms:
+        deadline = time.time() + 30
+        count = -1
+        while time.time() < deadline:
+            expression = f'{SEARCH}({json.dumps(term)})'
+            count = s('Runtime.evaluate', {'expression': expression,
+                                           'returnByValue': True})['result'].get('value', -1)
+            if count >= 0:
+                break
+            time.sleep(0.3)
+        found[term] = count
+    browser.send('Target.closeTarget', {'targetId': target})
+    return found
+
+
+def chapters(folder):
+    """Every chapter page of a built book."""
+    pages = sorted(p for p in Path(folder).glob('*.html') if p.name not in NOT_CHAPTERS)
+    if not pages:
+        sys.exit(f'no chapter pages in {folder}: is the book built?')
+    return [str(p) for p in pages]
+
+
 def check(browser, path, shots, table):
     target = browser.send('Target.createTarget', {'url': 'about:blank'})['targetId']
     session = browser.send('Target.attachToTarget',
@@ -170,7 +254,7 @@ def check(browser, path, shots, table):
     s = lambda method, params=None: browser.send(method, params, session)
     s('Page.enable')
     s('Emulation.setDeviceMetricsOverride',
-      {'width': WIDTH, 'height': 900, 'deviceScaleFactor': 1, 'mobile': False})
+      {'width': WIDTH, 'height': HEIGHT, 'deviceScaleFactor': 1, 'mobile': False})
     s('Page.addScriptToEvaluateOnNewDocument', {'source': KEEP_SOURCES})
     s('Page.navigate', {'url': Path(path).resolve().as_uri()})
     browser.wait_event('Page.loadEventFired')
@@ -190,7 +274,7 @@ def check(browser, path, shots, table):
     shot = s('Page.captureScreenshot', {
         'format': 'png', 'captureBeyondViewport': True,
         'clip': {'x': 0, 'y': 0, 'width': WIDTH, 'height': height, 'scale': 1}})
-    name = Path(path).parent.name + '-' + Path(path).stem + '.png'
+    name = '-'.join(Path(path).resolve().parts[-4:-1] + (Path(path).stem,)) + '.png'
     (shots / name).write_bytes(base64.b64decode(shot['data']))
     if table:
         rows, columns = (int(n) for n in table.split('x'))
@@ -207,13 +291,28 @@ def main():
                         help='the pages must show a table of this shape, headers included')
     parser.add_argument('--diagram', action='store_true',
                         help='the pages must show at least one diagram')
-    parser.add_argument('pages', nargs='+')
+    parser.add_argument('--book', action='append', default=[], metavar='DIR',
+                        help='check every chapter of the book built in DIR')
+    parser.add_argument('--search', action='append', default=[], metavar='TERM',
+                        help="each --book's search must find TERM")
+    parser.add_argument('pages', nargs='*')
     args = parser.parse_args()
     args.shots.mkdir(parents=True, exist_ok=True)
+    pages = list(args.pages)
+    for folder in args.book:
+        pages.extend(chapters(folder))
+    if not pages:
+        parser.error('no page to check: name pages or a --book')
     browser = Browser()
     failed = False
     try:
-        for page in args.pages:
+        for folder in args.book if args.search else []:
+            first = chapters(folder)[0]
+            for term, count in search(browser, first, args.search).items():
+                status = 'ok' if count > 0 else 'FAIL'
+                print(f'{status:4} {folder}: search for {term!r} found {max(count, 0)} section(s)')
+                failed |= count <= 0
+        for page in pages:
             result, shot = check(browser, page, args.shots, args.table)
             if args.diagram and not result['diagrams']:
                 result['problems'].append('no diagram on the page')

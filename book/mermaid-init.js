@@ -17,14 +17,42 @@
     }
 
     const theme = lastThemeWasLight ? 'default' : 'dark';
-    // Diagrams keep their own width (the book's stylesheet lets them
-    // scroll) instead of shrinking until their labels cannot be read.
+    // Every diagram is scaled to fit the column, so every lifeline and
+    // note is in sight; a link under it opens it at full size in a tab of
+    // its own, where its labels read at their natural size.
     mermaid.initialize({
-        startOnLoad: true,
+        startOnLoad: false,
         theme,
-        sequence: { useMaxWidth: false },
-        flowchart: { useMaxWidth: false },
+        sequence: { useMaxWidth: true },
+        flowchart: { useMaxWidth: true },
     });
+    const zh = document.documentElement.lang.startsWith('zh');
+    const fullSize = (diagram) => {
+        const svg = diagram.querySelector('svg');
+        if (!svg || diagram.nextElementSibling?.classList.contains('diagram-full')) {
+            return;
+        }
+        const source = new XMLSerializer().serializeToString(svg);
+        const url = URL.createObjectURL(new Blob([source], { type: 'image/svg+xml' }));
+        const link = document.createElement('a');
+        link.href = url;
+        link.target = '_blank';
+        link.rel = 'noopener';
+        link.textContent = zh ? '查看原尺寸图' : 'Open the diagram at full size';
+        const p = document.createElement('p');
+        p.className = 'diagram-full';
+        p.appendChild(link);
+        diagram.after(p);
+    };
+    const draw = () =>
+        mermaid
+            .run({ querySelector: '.mermaid' })
+            .then(() => document.querySelectorAll('.mermaid').forEach(fullSize));
+    if (document.readyState === 'loading') {
+        document.addEventListener('DOMContentLoaded', draw);
+    } else {
+        draw();
+    }
 
     // Simplest way to make mermaid re-render the diagrams in the new theme is via refreshing the page
 

@@ -117,3 +117,47 @@ fn a_chapter_that_names_a_story_it_does_not_show_is_caught() {
         assert!(error.contains(problem), "{error}");
     }
 }
+
+/// The matrix has a row per scenario and a column per stage. Prose written
+/// when it was the other way round ("the contention column", "row by row"
+/// for stages) would send a reader to the wrong axis.
+#[test]
+fn no_sentence_calls_a_scenario_a_column_in_either_edition() {
+    let scenarios: Vec<&str> = harness::SCENARIOS.iter().map(|s| s.name).collect();
+    let mut wrong = Vec::new();
+    for edition in ["book/src", "book/zh/src"] {
+        for page in common::pages(&common::book_src(edition)) {
+            let text = std::fs::read_to_string(&page).unwrap_or_default();
+            for (number, line) in text.lines().enumerate() {
+                let lower = line.to_lowercase();
+                let scenario_column = scenarios.iter().any(|s| {
+                    [
+                        format!("`{s}` column"),
+                        format!("{s} column"),
+                        format!("`{s}` 列"),
+                        format!("{s} 列"),
+                    ]
+                    .iter()
+                    .any(|phrase| lower.contains(phrase))
+                });
+                let stale = [
+                    "last five columns",
+                    "row by row",
+                    "the only row",
+                    "最后五列",
+                    "按行来读",
+                ]
+                .iter()
+                .any(|phrase| lower.contains(phrase));
+                if scenario_column || stale {
+                    wrong.push(format!("{}:{}: {line}", page.display(), number + 1));
+                }
+            }
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "scenarios are rows, stages columns:\n{}",
+        wrong.join("\n")
+    );
+}

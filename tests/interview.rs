@@ -174,3 +174,31 @@ fn an_unknown_question_exits_2_naming_the_range() {
         );
     }
 }
+
+/// The acceptance of question 35: straight through, the run against the
+/// write-only resource oversells, and the two against the resource that
+/// registers tokens on reads overlap without overselling.
+#[test]
+fn with_no_input_question_35_shows_the_write_only_resource_overselling() {
+    let output = piped(&["interview", "35", "--no-input"]);
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{text}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let verdict = |run: &str| -> &str {
+        text.lines()
+            .find(|l| l.contains(run) && (l.contains("OVERLAP") || l.contains(" ok ")))
+            .unwrap_or_else(|| panic!("no verdict for `{run}` in:\n{text}"))
+    };
+    let write_only = verdict("stage8 stale-write-first --fencing write-only");
+    assert!(write_only.contains("OVERSOLD"), "{write_only}");
+    for fenced in ["stage8 stale-write-first  ", "stage8 gc-pause"] {
+        let line = verdict(fenced);
+        assert!(
+            line.contains("OVERLAP") && !line.contains("OVERSOLD"),
+            "{line}"
+        );
+    }
+}

@@ -102,8 +102,18 @@ fn every_command_the_interview_chapter_names_runs() {
     for (command, comment) in commands(&chapter) {
         let words: Vec<&str> = command.split(' ').collect();
         match words.as_slice() {
-            ["cargo", "run", "--release", "--", "run", stage, scenario] => {
-                runs.insert((stage.to_string(), scenario.to_string(), comment));
+            [
+                "cargo",
+                "run",
+                "--release",
+                "--",
+                "run",
+                stage,
+                scenario,
+                options @ ..,
+            ] => {
+                let options: Vec<String> = options.iter().map(|w| w.to_string()).collect();
+                runs.insert((stage.to_string(), scenario.to_string(), options, comment));
             }
             ["cargo", "run", "--release", "--", "interview", rest @ ..] => {
                 // Straight through: on a terminal it would ask first.
@@ -142,7 +152,8 @@ fn every_command_the_interview_chapter_names_runs() {
         for _ in 0..JOBS {
             scope.spawn(|| {
                 loop {
-                    let Some((stage, scenario, expected)) = queue.lock().unwrap().pop() else {
+                    let Some((stage, scenario, options, expected)) = queue.lock().unwrap().pop()
+                    else {
                         break;
                     };
                     if !listed.contains(&format!("  {scenario} ")) {
@@ -156,7 +167,9 @@ fn every_command_the_interview_chapter_names_runs() {
                         }
                         continue;
                     }
-                    let output = lockstages(&["run", &stage, &scenario]);
+                    let mut args = vec!["run", &stage, &scenario];
+                    args.extend(options.iter().map(String::as_str));
+                    let output = lockstages(&args);
                     let text = String::from_utf8_lossy(&output.stdout);
                     let verdict = text
                         .lines()
@@ -167,7 +180,7 @@ fn every_command_the_interview_chapter_names_runs() {
                         || expected.as_ref().is_some_and(|e| *e != verdict);
                     if wrong {
                         failures.lock().unwrap().push(format!(
-                            "run {stage} {scenario}: exit {:?}, verdict {verdict}, the chapter says {:?}\n{}",
+                            "run {stage} {scenario} {options:?}: exit {:?}, verdict {verdict}, the chapter says {:?}\n{}",
                             output.status.code(),
                             expected,
                             String::from_utf8_lossy(&output.stderr)

@@ -38,7 +38,9 @@ use chapters::{Named, chapter_problems};
 use stories::BOOK_STORIES;
 
 mod chapters;
+mod matrix_zh;
 mod stories;
+mod verdicts;
 
 /// A run the book shows, and the chapter that shows it.
 #[derive(Debug, Clone, Copy)]
@@ -197,8 +199,35 @@ pub async fn run_all(book: &Path, check: bool, only: &[String]) -> Result<(), Fa
         let timeline = (s.run)(env).await?;
         write(book, s.name, &s.command(), &timeline)?;
     }
+    write_verdicts(book)?;
     eprintln!("written to {}", book.join(GENERATED).display());
     check_all(book)
+}
+
+/// Writes what is derived from the expected matrix and from the matrix's
+/// run: each stage chapter's list of what its row says, and the Chinese
+/// edition's matrix.
+fn write_verdicts(book: &Path) -> Result<(), Failure> {
+    for (name, text) in derived(book) {
+        let text = text.map_err(|missing| Failure::failed(missing.join("\n")))?;
+        write_file(&book.join(GENERATED).join(name), &text)?;
+    }
+    Ok(())
+}
+
+/// Every derived file: (name in `generated/`, its text or what is missing).
+fn derived(book: &Path) -> Vec<(String, Result<String, Vec<String>>)> {
+    let mut files: Vec<(String, Result<String, Vec<String>>)> = verdicts::all()
+        .into_iter()
+        .map(|(name, text)| (name, Ok(text)))
+        .collect();
+    let matrix = std::fs::read_to_string(book.join(GENERATED).join("matrix.md"))
+        .map_err(|e| vec![format!("{GENERATED}/matrix.md cannot be read: {e}")]);
+    files.push((
+        "matrix.zh.md".to_owned(),
+        matrix.and_then(|m| matrix_zh::render(&m)),
+    ));
+    files
 }
 
 /// Runs one scenario of the list; its timeline, if it told the story the
@@ -265,6 +294,7 @@ pub fn render_again(book: &Path) -> Result<(), Failure> {
             write_file(&dir.join(name), &text)?;
         }
     }
+    write_verdicts(book)?;
     check_all(book)
 }
 
@@ -314,6 +344,7 @@ fn check_all(book: &Path) -> Result<(), Failure> {
         }
     }
     problems.extend(chapter_problems(book, &shown));
+    problems.extend(verdict_problems(book));
     if problems.is_empty() {
         println!(
             "book assets: {} runs and {} stories, every file current, every named run shown",
@@ -328,6 +359,54 @@ fn check_all(book: &Path) -> Result<(), Failure> {
     }
     message.push_str("run `cargo run --release -- book-assets` and include what a chapter names");
     Err(Failure::failed(message))
+}
+
+/// Each stage's generated list is current, and both editions' chapters
+/// include it.
+fn verdict_problems(book: &Path) -> Vec<String> {
+    let mut problems = Vec::new();
+    let dir = book.join(GENERATED);
+    for (name, want) in derived(book) {
+        let want = match want {
+            Ok(want) => want,
+            Err(missing) => {
+                problems.extend(missing);
+                continue;
+            }
+        };
+        let path = dir.join(&name);
+        match std::fs::read_to_string(&path) {
+            Ok(got) if got == want => {}
+            Ok(_) => problems.push(format!(
+                "{} does not say what the matrix says",
+                path.display()
+            )),
+            Err(_) => problems.push(format!("{} is missing", path.display())),
+        }
+    }
+    let zh = book.join("../zh/src");
+    for stage in verdicts::STAGES {
+        for (chapter_dir, include) in [
+            (
+                book.to_path_buf(),
+                format!("{GENERATED}/{stage}-verdicts.md"),
+            ),
+            (
+                zh.clone(),
+                format!("../../src/{GENERATED}/{stage}-verdicts.zh.md"),
+            ),
+        ] {
+            if !chapter_dir.exists() {
+                continue;
+            }
+            let chapter = chapter_dir.join(format!("{stage}.md"));
+            let text = std::fs::read_to_string(&chapter).unwrap_or_default();
+            if !text.contains(&format!("{{{{#include {include}}}}}")) {
+                problems.push(format!("{} does not include {include}", chapter.display()));
+            }
+        }
+    }
+    problems
 }
 
 #[cfg(test)]

@@ -139,7 +139,7 @@ async fn walk(number: usize, q: &Question, interactive: bool, style: Style) -> R
     let prompt = format!("Predict first. {}", q.predict);
     print!("{}", screen::wrap(&prompt, WIDTH, ""));
     for (key, run) in q.choices() {
-        println!("  {key:>2}  {} {}", run.stage_name(), run.scenario);
+        println!("  {key:>2}  {}", run.label());
     }
     let predicted = if interactive {
         predict(&q.choice_keys()).await
@@ -169,7 +169,7 @@ fn print_first_timeline(q: &Question, ran: &[Ran], style: Style) {
     let heading = format!(
         "The run: {} x {}: {title}",
         probe.stage_name(),
-        probe.scenario
+        probe.label().split_once(' ').map_or("", |(_, rest)| rest)
     );
     println!("{}", style.bold(&heading));
     let timeline = outcome.timeline.render();
@@ -215,7 +215,7 @@ fn print_verdicts(q: &Question, ran: &[Ran], predicted: Option<&BTreeSet<String>
         };
         println!(
             "  {key:>2}  {:<38} {} {answer:<4} {remark}",
-            format!("{} {}", probe.stage_name(), probe.scenario),
+            probe.label(),
             paint_verdict(&verdict, ran, style),
         );
     }
@@ -294,7 +294,7 @@ async fn run_all(probes: &[Probe]) -> Result<Vec<Ran>, Failure> {
     progress.enable_steady_tick(std::time::Duration::from_millis(120));
     let mut ran = Vec::with_capacity(probes.len());
     for probe in probes {
-        progress.set_message(format!("{} x {}", probe.stage_name(), probe.scenario));
+        progress.set_message(probe.label());
         ran.push(run_one(probe).await?);
         progress.inc(1);
     }
@@ -314,13 +314,12 @@ async fn run_one(probe: &Probe) -> Result<Ran, Failure> {
     };
     let stage = stages::find(&probe.stage_name())
         .ok_or_else(|| Failure::failed(format!("no {} in this build", probe.stage_name())))?;
-    let env = ScenarioEnv::from_env(launcher(&stage)?)?;
-    let outcome = (scenario.run)(stage, env).await.map_err(|e| {
-        Failure::failed(format!(
-            "{} x {} could not run: {e}",
-            probe.stage_name(),
-            probe.scenario
-        ))
-    })?;
+    let env = ScenarioEnv {
+        fencing: probe.fencing,
+        ..ScenarioEnv::from_env(launcher(&stage)?)?
+    };
+    let outcome = (scenario.run)(stage, env)
+        .await
+        .map_err(|e| Failure::failed(format!("{} could not run: {e}", probe.label())))?;
     Ok(Ran::Done(Box::new(outcome)))
 }

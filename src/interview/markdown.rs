@@ -10,7 +10,6 @@
 use std::fmt::Write as _;
 
 use super::{QUESTIONS, Question};
-use crate::matrix::{Expected, expected};
 
 /// The whole list, one section per question.
 pub fn chapter() -> String {
@@ -32,7 +31,7 @@ fn section(out: &mut String, number: usize, q: &Question) {
     let choices: Vec<String> = q
         .choices()
         .iter()
-        .map(|(key, run)| format!("**{key}** `{} {}`", run.stage_name(), run.scenario))
+        .map(|(key, run)| format!("**{key}** `{}`", run.label()))
         .collect();
     let _ = writeln!(
         out,
@@ -78,13 +77,10 @@ fn section(out: &mut String, number: usize, q: &Question) {
 /// Every command of a question, each run's with the verdict the expected
 /// matrix gives it.
 fn commands(q: &Question) -> Vec<(String, Option<String>)> {
-    let runs = q.runs.iter().map(|run| {
-        let verdict = match expected(&run.stage_name(), run.scenario) {
-            Some(Expected::Verdict(verdict)) => Some(verdict.to_string()),
-            _ => None,
-        };
-        (run.command(), verdict)
-    });
+    let runs = q
+        .runs
+        .iter()
+        .map(|run| (run.command(), run.expected().map(|v| v.to_string())));
     let tests = q.tests.iter().map(|t| (t.command(), None));
     runs.chain(tests).collect()
 }

@@ -20,6 +20,7 @@ mod questions;
 pub mod screen;
 
 use harness::observe::{Finding, Verdict};
+use harness::workload::Fencing;
 
 pub use questions::QUESTIONS;
 
@@ -32,6 +33,15 @@ pub const PENDING_SCENARIOS: [&str; 4] = [
     "sentinel-failover",
     "split-brain",
 ];
+
+/// Runs against stage 8's write-only resource, which the matrix leaves out:
+/// the stale holder that writes first passes the check, and both orders
+/// are recorded (`stage8/tests/stale_writer.rs` shows the same).
+const WRITE_ONLY: [(u8, &str, &[Finding]); 1] = [(
+    8,
+    "stale-write-first",
+    &[Finding::Oversold, Finding::Overlap],
+)];
 
 /// One interview question and everything that answers it.
 #[derive(Debug)]
@@ -68,6 +78,13 @@ pub struct Probe {
     pub stage: u8,
     /// A scenario name, as `lockstages list` shows it.
     pub scenario: &'static str,
+    /// How stage 8's resource checks tokens: the matrix's default, or the
+    /// write-only resource a question needs to show why it is not enough.
+    pub fencing: Fencing,
+    /// The verdict the question's answer says this run shows (`ok`, or the
+    /// findings' labels). A test holds it against [`Probe::expected`], so a
+    /// change to the expected matrix points at the answers to read again.
+    pub says: &'static str,
 }
 
 /// `cargo test -p <package> --test <target>`.
@@ -112,13 +129,40 @@ impl Probe {
         format!("stage{}", self.stage)
     }
 
+    /// `stage8 stale-write-first`, with `--fencing write-only` when the
+    /// run uses the write-only resource.
+    pub fn label(&self) -> String {
+        match self.fencing {
+            Fencing::ReadsAndWrites => format!("{} {}", self.stage_name(), self.scenario),
+            other => format!(
+                "{} {} --fencing {}",
+                self.stage_name(),
+                self.scenario,
+                other.label()
+            ),
+        }
+    }
+
     /// The command that shows this run.
     pub fn command(&self) -> String {
-        format!(
-            "cargo run --release -- run {} {}",
-            self.stage_name(),
-            self.scenario
-        )
+        format!("cargo run --release -- run {}", self.label())
+    }
+
+    /// The verdict the observers must reach on this run: the expected
+    /// matrix's cell, or for the write-only resource (which the matrix does
+    /// not run) what `stage8/tests/stale_writer.rs` shows.
+    pub fn expected(&self) -> Option<Verdict> {
+        use crate::matrix::{Expected, expected};
+        match self.fencing {
+            Fencing::ReadsAndWrites => match expected(&self.stage_name(), self.scenario)? {
+                Expected::Verdict(verdict) => Some(verdict),
+                Expected::NotApplicable => None,
+            },
+            Fencing::WriteOnly => WRITE_ONLY
+                .iter()
+                .find(|(stage, scenario, _)| *stage == self.stage && *scenario == self.scenario)
+                .map(|(_, _, findings)| Verdict::of(findings)),
+        }
     }
 
     /// Whether the scenario is one another branch is still adding.
@@ -213,6 +257,54 @@ mod tests {
         }
     }
 
+    /// The answers are checked against their runs: every run's stated
+    /// verdict is the one the expected matrix (itself held against real
+    /// runs by `tests/matrix.rs`) gives that cell, and the correct option
+    /// of every prediction (the runs whose stated verdict is a "yes") is
+    /// what the answer relies on. When the matrix changes, this names the
+    /// questions whose answers must be read again.
+    #[test]
+    fn every_run_shows_the_verdict_its_answer_states() {
+        for (i, q) in QUESTIONS.iter().enumerate() {
+            for run in q.runs {
+                let expected = run.expected().unwrap_or_else(|| {
+                    panic!("question {}: no expectation for {}", i + 1, run.label())
+                });
+                assert_eq!(
+                    run.says,
+                    expected.to_string(),
+                    "question {}: the answer says `{}` shows {}, the matrix says {expected}",
+                    i + 1,
+                    run.label(),
+                    run.says,
+                );
+            }
+        }
+    }
+
+    /// Question 35's answer is that a write-only check oversells: a run
+    /// against that resource must be among its runs and must oversell.
+    #[test]
+    fn question_35_runs_the_write_only_resource() {
+        let q = question(35).expect("question 35");
+        let write_only: Vec<&Probe> = q
+            .runs
+            .iter()
+            .filter(|r| r.fencing == Fencing::WriteOnly)
+            .collect();
+        assert_eq!(write_only.len(), 1, "{:?}", q.runs);
+        assert!(
+            write_only[0]
+                .expected()
+                .is_some_and(|v| v.has(Finding::Oversold))
+        );
+        assert!(
+            write_only[0]
+                .command()
+                .ends_with("stale-write-first --fencing write-only")
+        );
+    }
+
     #[test]
     fn every_question_reads_next_an_existing_chapter() {
         let book = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("book/src");
@@ -229,16 +321,13 @@ mod tests {
             java: None,
             predict: "",
             watch: Watch::Clean,
-            runs: &[
-                Probe {
-                    stage: 7,
-                    scenario: "clock-jump",
-                },
-                Probe {
-                    stage: 7,
-                    scenario: "network-delay",
-                },
-            ],
+            runs: {
+                const RUNS: &[Probe] = &[
+                    questions::on(7, "clock-jump", "OVERSOLD OVERLAP"),
+                    questions::on(7, "network-delay", "REFUSED"),
+                ];
+                RUNS
+            },
             marks: &[],
             tests: &[],
             look_for: "",
@@ -247,30 +336,24 @@ mod tests {
         };
         assert_eq!(q.choice_keys(), ["a", "b"]);
         let q = Question {
-            runs: &[
-                Probe {
-                    stage: 3,
-                    scenario: "gc-pause",
-                },
-                Probe {
-                    stage: 8,
-                    scenario: "gc-pause",
-                },
-            ],
+            runs: {
+                const RUNS: &[Probe] = &[
+                    questions::on(3, "gc-pause", "OVERSOLD OVERLAP"),
+                    questions::on(8, "gc-pause", "OVERLAP"),
+                ];
+                RUNS
+            },
             ..q
         };
         assert_eq!(q.choice_keys(), ["3", "8"]);
         let q = Question {
-            runs: &[
-                Probe {
-                    stage: 6,
-                    scenario: "gc-pause",
-                },
-                Probe {
-                    stage: 3,
-                    scenario: "gc-pause",
-                },
-            ],
+            runs: {
+                const RUNS: &[Probe] = &[
+                    questions::on(6, "gc-pause", "OVERSOLD OVERLAP"),
+                    questions::on(3, "gc-pause", "OVERSOLD OVERLAP"),
+                ];
+                RUNS
+            },
             ..q
         };
         assert_eq!(

@@ -1,14 +1,31 @@
 //! The questions, in the order the chapter asks them: the twelve the course
-//! started with, then what the seeds and interviewers add. Each answer is
+//! started with, then what the source articles and interviewers add. Each answer is
 //! short; the runs and the chapter it points to say the rest.
 
 use harness::observe::Finding::{Deadlock, ForeignDelete, Overlap, Oversold, Refused};
+use harness::workload::Fencing;
 
 use super::Watch::{Clean, Fires};
 use super::{Probe, Question, TestTarget};
 
-const fn on(stage: u8, scenario: &'static str) -> Probe {
-    Probe { stage, scenario }
+/// A run as the matrix runs it, with the verdict the answer says it shows.
+pub(super) const fn on(stage: u8, scenario: &'static str, says: &'static str) -> Probe {
+    Probe {
+        stage,
+        scenario,
+        fencing: Fencing::ReadsAndWrites,
+        says,
+    }
+}
+
+/// A run against stage 8's write-only resource.
+const fn write_only(stage: u8, scenario: &'static str, says: &'static str) -> Probe {
+    Probe {
+        stage,
+        scenario,
+        fencing: Fencing::WriteOnly,
+        says,
+    }
 }
 
 const fn test(package: &'static str, target: &'static str) -> TestTarget {
@@ -61,7 +78,10 @@ pub const QUESTIONS: &[Question] = &[
         predict: "The holder is killed with `kill -9` while it holds the lock. Which stages leave \
                   everyone else locked out for good?",
         watch: Fires(Deadlock),
-        runs: &[on(1, "killed-holder"), on(3, "killed-holder")],
+        runs: &[
+            on(1, "killed-holder", "DEADLOCK"),
+            on(3, "killed-holder", "ok"),
+        ],
         marks: &["KILLED", "PTTL of", "DEADLOCK", "expired"],
         tests: &[test("stage1", "killed_holder")],
         look_for: "In stage 1's timeline, the harness kills the holder, then the rival's `SETNX` \
@@ -86,7 +106,10 @@ pub const QUESTIONS: &[Question] = &[
         ),
         predict: "The holder crashes right after its first lock command. Which stages deadlock?",
         watch: Fires(Deadlock),
-        runs: &[on(2, "crash-before-expire"), on(3, "crash-before-expire")],
+        runs: &[
+            on(2, "crash-before-expire", "DEADLOCK"),
+            on(3, "crash-before-expire", "ok"),
+        ],
         marks: &["CRASHES", "PTTL of", "DEADLOCK", "expired"],
         tests: &[
             test("stage2", "crash_before_expire"),
@@ -106,7 +129,7 @@ pub const QUESTIONS: &[Question] = &[
         ask: "Why must the value be unique, and checked on release?",
         answer: "Because a lock can expire while its holder is still working. The next client takes \
                  it; when the first one finishes, a plain `DEL` removes the *second* client's lock, and \
-                 a third client walks in beside the second.\n\n\
+                 whoever asks next walks in beside the second.\n\n\
                  A value only its holder knows (a UUID per acquisition) lets the release check \
                  whose lock it is deleting. It does not stop the first overlap: the lock still \
                  expired under a working holder.",
@@ -116,7 +139,10 @@ pub const QUESTIONS: &[Question] = &[
         ),
         predict: "The holder works for longer than its TTL. Which stages delete the next holder's lock?",
         watch: Fires(ForeignDelete),
-        runs: &[on(3, "slow-business"), on(4, "slow-business")],
+        runs: &[
+            on(3, "slow-business", "OVERSOLD OVERLAP FOREIGN-DELETE"),
+            on(4, "slow-business", "OVERSOLD OVERLAP"),
+        ],
         marks: &["DEL lock", "key is gone", "FOREIGN-DELETE", "expired"],
         tests: &[
             test("stage2", "slow_business"),
@@ -146,7 +172,10 @@ pub const QUESTIONS: &[Question] = &[
         predict: "The release stalls while the lock expires and someone else takes it. Which stages \
                   delete the other client's lock?",
         watch: Fires(ForeignDelete),
-        runs: &[on(4, "get-del-race"), on(5, "get-del-race")],
+        runs: &[
+            on(4, "get-del-race", "FOREIGN-DELETE"),
+            on(5, "get-del-race", "ok"),
+        ],
         marks: &["paused at", "expired", "DEL lock", "GONE", "FOREIGN-DELETE"],
         tests: &[
             test("stage4", "get_del_race"),
@@ -176,7 +205,10 @@ pub const QUESTIONS: &[Question] = &[
         ),
         predict: "The holder works for three TTLs while a rival waits. Which stages oversell?",
         watch: Fires(Oversold),
-        runs: &[on(5, "slow-business"), on(6, "slow-business")],
+        runs: &[
+            on(5, "slow-business", "OVERSOLD OVERLAP"),
+            on(6, "slow-business", "ok"),
+        ],
         marks: &[
             "pexpire",
             "acquired",
@@ -209,7 +241,7 @@ pub const QUESTIONS: &[Question] = &[
         ),
         predict: "The holder asks again for the lock it already holds. Which stages give it at once?",
         watch: Clean,
-        runs: &[on(6, "reentrant"), on(5, "reentrant")],
+        runs: &[on(6, "reentrant", "ok"), on(5, "reentrant", "SELF-BLOCKED")],
         marks: &["hincrby", "reentered", "DEADLOCK", "SELF-BLOCKED"],
         tests: &[test("stage6", "reentrant")],
         look_for: "Stage 6's second acquire runs `hincrby … 1` on the holder's own field and returns \
@@ -230,12 +262,12 @@ pub const QUESTIONS: &[Question] = &[
         predict: "The holder is frozen for longer than the TTL, then thawed. Which stages oversell?",
         watch: Fires(Oversold),
         runs: &[
-            on(6, "gc-pause"),
-            on(3, "gc-pause"),
-            on(4, "gc-pause"),
-            on(5, "gc-pause"),
-            on(7, "gc-pause"),
-            on(8, "gc-pause"),
+            on(6, "gc-pause", "OVERSOLD OVERLAP"),
+            on(3, "gc-pause", "OVERSOLD OVERLAP"),
+            on(4, "gc-pause", "OVERSOLD OVERLAP"),
+            on(5, "gc-pause", "OVERSOLD OVERLAP"),
+            on(7, "gc-pause", "OVERSOLD OVERLAP"),
+            on(8, "gc-pause", "OVERLAP"),
         ],
         marks: &[
             "FROZEN",
@@ -272,7 +304,10 @@ pub const QUESTIONS: &[Question] = &[
         predict: "client-A works for three TTLs while client-B waits. Which stages let client-B in \
                   before client-A is done?",
         watch: Fires(Overlap),
-        runs: &[on(6, "slow-business"), on(5, "slow-business")],
+        runs: &[
+            on(6, "slow-business", "ok"),
+            on(5, "slow-business", "OVERSOLD OVERLAP"),
+        ],
         marks: &["publish", "pttl", "-> nil", "acquired", "paused at"],
         tests: &[test("stage6", "pubsub_wait")],
         look_for: "client-B's acquire script answers a number (the holder's `PTTL`) and client-B \
@@ -295,7 +330,11 @@ pub const QUESTIONS: &[Question] = &[
         predict: "The master dies before the lock reaches its replica, and the replica is promoted. \
                   Which stages oversell?",
         watch: Fires(Oversold),
-        runs: &[on(5, "failover"), on(6, "failover"), on(8, "failover")],
+        runs: &[
+            on(5, "failover", "OVERSOLD OVERLAP"),
+            on(6, "failover", "OVERSOLD OVERLAP"),
+            on(8, "failover", "OVERSOLD OVERLAP"),
+        ],
         marks: &[
             "KILLED",
             "REPLICAOF",
@@ -329,9 +368,10 @@ pub const QUESTIONS: &[Question] = &[
         predict: "Which of these stories make Redlock oversell?",
         watch: Fires(Oversold),
         runs: &[
-            on(7, "restart-without-persistence"),
-            on(7, "network-delay"),
-            on(7, "clock-jump"),
+            on(7, "restart-without-persistence", "OVERSOLD OVERLAP"),
+            on(7, "network-delay", "REFUSED"),
+            on(7, "clock-jump", "OVERSOLD OVERLAP"),
+            on(7, "gc-pause", "OVERSOLD OVERLAP"),
         ],
         marks: &["CUT OFF", "KILLED", "RESTARTED", "TWO HOLDERS", "OVERSOLD"],
         tests: &[
@@ -358,7 +398,10 @@ pub const QUESTIONS: &[Question] = &[
         ),
         predict: "The holder works for three TTLs and then writes. Which stages oversell?",
         watch: Fires(Oversold),
-        runs: &[on(8, "slow-business"), on(5, "slow-business")],
+        runs: &[
+            on(8, "slow-business", "OVERLAP"),
+            on(5, "slow-business", "OVERSOLD OVERLAP"),
+        ],
         marks: &["fencing token", "REJECTED", "OVERLAP", "OVERSOLD"],
         tests: &[test("stage8", "stale_writer")],
         look_for: "Both clients are inside at once (OVERLAP), but in stage 8 client-A's write carries \
@@ -384,7 +427,10 @@ pub const QUESTIONS: &[Question] = &[
         ),
         predict: "After a failover, which stages oversell, fencing included?",
         watch: Fires(Oversold),
-        runs: &[on(5, "failover"), on(8, "failover")],
+        runs: &[
+            on(5, "failover", "OVERSOLD OVERLAP"),
+            on(8, "failover", "OVERSOLD OVERLAP"),
+        ],
         marks: &["does NOT have", "TWO HOLDERS", "fencing token", "OVERSOLD"],
         tests: &[test("stage8", "lost_counter")],
         look_for: "Stage 8 oversells too: its counter lived on the master that died, so both holders \
@@ -408,7 +454,10 @@ pub const QUESTIONS: &[Question] = &[
         ),
         predict: "With a 300 ms TTL, which of these runs oversell?",
         watch: Fires(Oversold),
-        runs: &[on(5, "slow-business"), on(5, "killed-holder")],
+        runs: &[
+            on(5, "slow-business", "OVERSOLD OVERLAP"),
+            on(5, "killed-holder", "ok"),
+        ],
         marks: &["paused at", "business finally ends", "expired", "OVERSOLD"],
         tests: &[
             test("stage3", "killed_holder"),
@@ -432,8 +481,8 @@ pub const QUESTIONS: &[Question] = &[
         predict: "A node that granted the lock restarts empty. Which stages oversell?",
         watch: Fires(Oversold),
         runs: &[
-            on(5, "restart-without-persistence"),
-            on(7, "restart-without-persistence"),
+            on(5, "restart-without-persistence", "OVERSOLD OVERLAP"),
+            on(7, "restart-without-persistence", "OVERSOLD OVERLAP"),
         ],
         marks: &["KILLED", "RESTARTED", "TWO HOLDERS", "OVERSOLD"],
         tests: &[test("stage7", "restart_and_clock")],
@@ -466,7 +515,10 @@ pub const QUESTIONS: &[Question] = &[
         predict: "The holder works for three TTLs: stage 6 without a lease, stage 5 with a TTL, \
                   which is what a lease is. Which stages let the rival in?",
         watch: Fires(Overlap),
-        runs: &[on(6, "slow-business"), on(5, "slow-business")],
+        runs: &[
+            on(6, "slow-business", "ok"),
+            on(5, "slow-business", "OVERSOLD OVERLAP"),
+        ],
         marks: &["pexpire", "acquired", "publish"],
         tests: &[test("stage6", "lease"), test("stage6", "pubsub_wait")],
         look_for: "No lease: the renewals keep client-B out until client-A releases. `stage6 --test \
@@ -491,7 +543,10 @@ pub const QUESTIONS: &[Question] = &[
         predict: "A holder whose lock expired releases after the next client took it. Which stages \
                   delete the next client's lock?",
         watch: Fires(ForeignDelete),
-        runs: &[on(2, "slow-business"), on(6, "slow-business")],
+        runs: &[
+            on(2, "slow-business", "OVERSOLD OVERLAP FOREIGN-DELETE"),
+            on(6, "slow-business", "ok"),
+        ],
         marks: &["DEL lock", "key is gone", "FOREIGN-DELETE", "REFUSED"],
         tests: &[test("stage6", "reentrant")],
         look_for: "Stage 2's `DEL` after its key expired deletes client-B's key. `stage6 --test \
@@ -517,9 +572,9 @@ pub const QUESTIONS: &[Question] = &[
                   stages leave the lock held for good?",
         watch: Fires(Deadlock),
         runs: &[
-            on(1, "business-error"),
-            on(5, "business-error"),
-            on(6, "business-error"),
+            on(1, "business-error", "DEADLOCK"),
+            on(5, "business-error", "ok"),
+            on(6, "business-error", "DEADLOCK"),
         ],
         marks: &["error", "DEADLOCK", "expired", "PTTL of"],
         tests: &[
@@ -551,7 +606,10 @@ pub const QUESTIONS: &[Question] = &[
         predict: "A thawed holder releases a lock someone else now holds. Which stages delete the \
                   other client's lock?",
         watch: Fires(ForeignDelete),
-        runs: &[on(6, "gc-pause"), on(5, "gc-pause")],
+        runs: &[
+            on(6, "gc-pause", "OVERSOLD OVERLAP"),
+            on(5, "gc-pause", "OVERSOLD OVERLAP"),
+        ],
         marks: &["REFUSED", "not the owner", "lost-lock", "thawed"],
         tests: &[test("stage6", "reentrant")],
         look_for: "After the thaw, client-A's release script finds no field of its own: \"release \
@@ -576,7 +634,10 @@ pub const QUESTIONS: &[Question] = &[
         ),
         predict: "The holder process is killed with `kill -9`. Which stages keep the lock for ever?",
         watch: Fires(Deadlock),
-        runs: &[on(6, "killed-holder"), on(1, "killed-holder")],
+        runs: &[
+            on(6, "killed-holder", "ok"),
+            on(1, "killed-holder", "DEADLOCK"),
+        ],
         marks: &["KILLED", "PTTL of", "expired", "DEADLOCK"],
         tests: &[
             test("stage6", "killed_holder"),
@@ -591,7 +652,7 @@ pub const QUESTIONS: &[Question] = &[
     // 20
     Question {
         ask: "What should a client do when it cannot get the lock?",
-        answer: "Three honest answers. Spin: retry after a short sleep (the seeds' 100 ms), simple \
+        answer: "Three honest answers. Spin: retry after a short sleep (the articles' 100 ms), simple \
                  but it costs a round trip per try per waiter. Wait with a limit: block until the \
                  lock is free or a deadline passes, then fail fast to the caller. Hand the work on: \
                  put it in a queue and let one consumer do it later.\n\n\
@@ -599,12 +660,12 @@ pub const QUESTIONS: &[Question] = &[
                  holds a thread and a connection for ever.",
         java: Some(
             "`lock.tryLock(3, 30, SECONDS)` returning false is stage 6's `try_lock` returning \
-             `Ok(None)`; the seeds' spin (`sleep(100)` then call again) is stages 1–5's \
+             `Ok(None)`; the articles' spin (`sleep(100)` then call again) is stages 1–5's \
              `lock(wait)`, retrying every `LockConfig::retry_interval`.",
         ),
         predict: "Eight clients buy ten items at once. Which stages oversell?",
         watch: Fires(Oversold),
-        runs: &[on(3, "contention"), on(6, "contention")],
+        runs: &[on(3, "contention", "ok"), on(6, "contention", "ok")],
         marks: &["start shopping", "acquired", "verdict"],
         tests: &[test("stage3", "contention")],
         look_for: "Stage 3's waiters spin: each repeats `SET … NX` every few milliseconds and hears \
@@ -629,7 +690,10 @@ pub const QUESTIONS: &[Question] = &[
         ),
         predict: "Eight clients on one lock: which stages oversell?",
         watch: Fires(Oversold),
-        runs: &[on(6, "contention"), on(0, "contention")],
+        runs: &[
+            on(6, "contention", "ok"),
+            on(0, "contention", "OVERSOLD OVERLAP"),
+        ],
         marks: &["start shopping", "acquired the lock", "release deleted"],
         tests: &[test("stage6", "pubsub_wait")],
         look_for: "Who releases and who acquires next: the same client often takes the lock again \
@@ -652,7 +716,10 @@ pub const QUESTIONS: &[Question] = &[
         predict: "Replies are delayed until the lock's validity is used up. Which stages refuse the \
                   lock?",
         watch: Fires(Refused),
-        runs: &[on(7, "network-delay"), on(3, "network-delay")],
+        runs: &[
+            on(7, "network-delay", "REFUSED"),
+            on(3, "network-delay", "ok"),
+        ],
         marks: &[
             "held 900ms",
             "REFUSED",
@@ -681,7 +748,10 @@ pub const QUESTIONS: &[Question] = &[
         predict: "A node's clock jumps forward, so the lock expires early there. Which stages \
                   oversell?",
         watch: Fires(Oversold),
-        runs: &[on(7, "clock-jump"), on(5, "clock-jump")],
+        runs: &[
+            on(7, "clock-jump", "OVERSOLD OVERLAP"),
+            on(5, "clock-jump", "OVERSOLD OVERLAP"),
+        ],
         marks: &["JUMPS", "PEXPIRE", "TWO HOLDERS", "OVERSOLD"],
         tests: &[test("stage7", "restart_and_clock")],
         look_for: "The harness's `PEXPIRE` on one of client-A's majority; client-B then wins that \
@@ -704,7 +774,10 @@ pub const QUESTIONS: &[Question] = &[
         java: None,
         predict: "The holder is frozen for longer than the TTL. Which stages oversell?",
         watch: Fires(Oversold),
-        runs: &[on(7, "gc-pause"), on(8, "gc-pause")],
+        runs: &[
+            on(7, "gc-pause", "OVERSOLD OVERLAP"),
+            on(8, "gc-pause", "OVERLAP"),
+        ],
         marks: &["FROZEN", "thawed", "TWO HOLDERS", "REJECTED", "OVERSOLD"],
         tests: &[test("stage7", "gc_pause"), test("stage8", "stale_writer")],
         look_for: "Stage 7: a majority cannot help a frozen holder. Stage 8: the same overlap, and \
@@ -716,7 +789,7 @@ pub const QUESTIONS: &[Question] = &[
     Question {
         ask: "Redisson deprecated `RedissonRedLock`. What should you use instead?",
         answer: "Redisson marks `RedissonRedLock` deprecated and points to a plain `RLock`, or \
-                 `RFencedLock` when the resource can check a token. The seeds still recommend RedLock for high safety; the runs say why that \
+                 `RFencedLock` when the resource can check a token. The source articles still recommend RedLock for high safety; the runs say why that \
                  advice aged: five masters cost five servers and still fail on a restart, a clock \
                  jump or a pause.\n\n\
                  For efficiency, one master is enough; for correctness, use a token the resource \
@@ -727,7 +800,10 @@ pub const QUESTIONS: &[Question] = &[
         ),
         predict: "A node's clock jumps forward. Which stages oversell?",
         watch: Fires(Oversold),
-        runs: &[on(7, "clock-jump"), on(8, "clock-jump")],
+        runs: &[
+            on(7, "clock-jump", "OVERSOLD OVERLAP"),
+            on(8, "clock-jump", "OVERLAP"),
+        ],
         marks: &["JUMPS", "PEXPIRE", "TWO HOLDERS", "OVERSOLD"],
         tests: &[test("stage8", "stale_writer")],
         look_for: "Stage 7 oversells after the jump; stage 8 overlaps, and the older token cannot \
@@ -743,22 +819,39 @@ pub const QUESTIONS: &[Question] = &[
                  synchronous: the write is already visible on the master, and a replica that did not \
                  acknowledge may still be the one promoted. `min-replicas-to-write 1` with \
                  `min-replicas-max-lag` makes the master refuse writes when no replica is close \
-                 behind, which shrinks the window of a partitioned old master.\n\n\
-                 Both narrow the failover hole; neither closes it.",
+                 behind: a master cut off by a partition stops granting the lock once the lag has \
+                 passed, though it still grants it during that first lag.\n\n\
+                 Both narrow the failover hole; neither closes it. The runs show each one closing \
+                 the case it was made for, and `WAIT` losing the lock all the same when the one \
+                 replica that acknowledged dies with the master.",
         java: None,
-        predict: "The master dies before its replica has the lock. Which runs oversell?",
+        predict: "The master dies or is cut off before its replicas have the lock, with and \
+                  without `WAIT` and `min-replicas-to-write`. Which runs oversell?",
         watch: Fires(Oversold),
-        runs: &[on(5, "failover"), on(5, "sentinel-failover")],
+        runs: &[
+            on(5, "sentinel-failover", "OVERSOLD OVERLAP"),
+            on(5, "sentinel-failover-wait", "ok"),
+            on(
+                5,
+                "sentinel-failover-wait-other-replica",
+                "OVERSOLD OVERLAP",
+            ),
+            on(5, "split-brain", "OVERSOLD OVERLAP"),
+            on(5, "split-brain-min-replicas", "ok"),
+        ],
         marks: &[
-            "held back",
-            "KILLED",
-            "does NOT have",
+            "WAIT",
+            "min-replicas",
             "switch-master",
             "TWO HOLDERS",
+            "NOREPLICAS",
         ],
-        tests: &[test("stage5", "failover")],
-        look_for: "The lock write never reached the replica before the master died. `WAIT` would \
-                   have made the holder wait for that acknowledgement before it went on.",
+        tests: &[test("stage5", "sentinel")],
+        look_for: "With `WAIT 1` and no replica answering, client-A knows its lock is not safe \
+                   and does not go on; when the one replica that answered dies with the master, \
+                   the other is promoted without the key and client-B gets in. With \
+                   `min-replicas-to-write 1`, the master cut off from its replicas refuses \
+                   client-A's lock instead of granting it.",
         sources: &[
             ("Redis: WAIT", "https://redis.io/docs/latest/commands/wait/"),
             DISTLOCK,
@@ -771,16 +864,16 @@ pub const QUESTIONS: &[Question] = &[
         answer: "The same as any failover, decided by the Sentinels instead of a person: they agree \
                  the master is down (`+sdown`, `+odown`), promote a replica (`+switch-master`), and \
                  clients asking Sentinel for the master now reach one that never had the lock.\n\n\
-                 Seed 000's advice (a single-node lock plus Sentinel is enough for most business) is \
+                 The first source article's advice (a single-node lock plus Sentinel is enough for most business) is \
                  right for an efficiency lock and wrong for a correctness lock.",
         java: None,
         predict: "The master dies before its replicas have the lock; the Sentinels promote one. \
                   Which stages oversell?",
         watch: Fires(Oversold),
         runs: &[
-            on(5, "sentinel-failover"),
-            on(6, "sentinel-failover"),
-            on(8, "sentinel-failover"),
+            on(5, "sentinel-failover", "OVERSOLD OVERLAP"),
+            on(6, "sentinel-failover", "OVERSOLD OVERLAP"),
+            on(8, "sentinel-failover", "OVERSOLD OVERLAP"),
         ],
         marks: &["odown", "switch-master", "TWO HOLDERS", "OVERSOLD"],
         tests: &[],
@@ -797,12 +890,16 @@ pub const QUESTIONS: &[Question] = &[
                  writes from the clients on its side. For a while there are two masters, each \
                  granting the lock. When the partition heals the old master is demoted and its \
                  writes vanish.\n\n\
-                 `min-replicas-to-write` bounds how long the old master accepts writes alone.",
+                 `min-replicas-to-write` bounds how long the old master accepts writes alone \
+                 (question 26 runs it).",
         java: None,
         predict: "The master is cut off while a client on its side takes the lock. Which stages \
                   oversell?",
         watch: Fires(Oversold),
-        runs: &[on(5, "split-brain"), on(8, "split-brain")],
+        runs: &[
+            on(5, "split-brain", "OVERSOLD OVERLAP"),
+            on(8, "split-brain", "OVERSOLD OVERLAP"),
+        ],
         marks: &["partition", "switch-master", "TWO HOLDERS", "OVERSOLD"],
         tests: &[],
         look_for: "Two `SET … NX` answered OK, on two different masters; after the heal, the old \
@@ -823,7 +920,10 @@ pub const QUESTIONS: &[Question] = &[
         java: None,
         predict: "The master holding the lock dies before its replica has it. Which stages oversell?",
         watch: Fires(Oversold),
-        runs: &[on(6, "failover"), on(8, "failover")],
+        runs: &[
+            on(6, "failover", "OVERSOLD OVERLAP"),
+            on(8, "failover", "OVERSOLD OVERLAP"),
+        ],
         marks: &["KILLED", "does NOT have", "TWO HOLDERS", "OVERSOLD"],
         tests: &[test("stage8", "lost_counter")],
         look_for: "A Cluster failover is this run: the slot's master dies, its replica takes the \
@@ -846,7 +946,10 @@ pub const QUESTIONS: &[Question] = &[
         java: None,
         predict: "Which of these give the lock to two holders at once and oversell?",
         watch: Fires(Oversold),
-        runs: &[on(5, "failover"), on(7, "clock-jump")],
+        runs: &[
+            on(5, "failover", "OVERSOLD OVERLAP"),
+            on(7, "clock-jump", "OVERSOLD OVERLAP"),
+        ],
         marks: &["TWO HOLDERS", "OVERSOLD"],
         tests: &[
             test("stage5", "failover"),
@@ -873,7 +976,10 @@ pub const QUESTIONS: &[Question] = &[
         predict: "The release stalls while the lock changes hands. Which stages delete the other \
                   client's lock?",
         watch: Fires(ForeignDelete),
-        runs: &[on(5, "get-del-race"), on(4, "get-del-race")],
+        runs: &[
+            on(5, "get-del-race", "ok"),
+            on(4, "get-del-race", "FOREIGN-DELETE"),
+        ],
         marks: &["EVAL", "lua>", "paused at"],
         tests: &[test("stage5", "get_del_race")],
         look_for: "The script's `lua>` lines: `GET` and `DEL` run inside it with nothing between. The \
@@ -903,7 +1009,10 @@ pub const QUESTIONS: &[Question] = &[
         java: None,
         predict: "Eight clients, ten items. Which stages oversell?",
         watch: Fires(Oversold),
-        runs: &[on(0, "contention"), on(1, "contention")],
+        runs: &[
+            on(0, "contention", "OVERSOLD OVERLAP"),
+            on(1, "contention", "ok"),
+        ],
         marks: &["start shopping", "OVERSOLD", "verdict"],
         tests: &[test("stage1", "contention"), test("stage4", "get_del_race")],
         look_for: "The control (no lock) shows the observers can fire: more orders than stock. A \
@@ -923,7 +1032,10 @@ pub const QUESTIONS: &[Question] = &[
         java: None,
         predict: "Which of these oversell: no lock at all, or fencing with a paused holder?",
         watch: Fires(Oversold),
-        runs: &[on(8, "gc-pause"), on(0, "contention")],
+        runs: &[
+            on(8, "gc-pause", "OVERLAP"),
+            on(0, "contention", "OVERSOLD OVERLAP"),
+        ],
         marks: &["FROZEN", "thawed", "REJECTED", "OVERSOLD"],
         tests: &[test("stage8", "stale_writer")],
         look_for: "Stage 8 overlaps and still sells exactly the stock, because the resource checks \
@@ -942,7 +1054,10 @@ pub const QUESTIONS: &[Question] = &[
         java: None,
         predict: "Which of these oversell: no lock, or Redlock with its replies delayed?",
         watch: Fires(Oversold),
-        runs: &[on(7, "network-delay"), on(0, "contention")],
+        runs: &[
+            on(7, "network-delay", "REFUSED"),
+            on(0, "contention", "OVERSOLD OVERLAP"),
+        ],
         marks: &["held 900ms", "REFUSED"],
         tests: &[test("stage1", "bad_input")],
         look_for: "Stage 7 refuses (fails closed) when the answers come too late; stage 0 is what \
@@ -962,14 +1077,21 @@ pub const QUESTIONS: &[Question] = &[
                  registers it, a later write with a lower token is refused), or make the write \
                  conditional on the version it read.",
         java: None,
-        predict: "A frozen holder thaws and writes with its old token: first, before the new \
-                  holder writes, or second, after it. Which orders oversell?",
+        predict: "A stale holder writes with its old token, first (before the new holder \
+                  writes) or second (after it), to a resource that checks tokens on writes only \
+                  or on reads too. Which runs oversell?",
         watch: Fires(Oversold),
-        runs: &[on(8, "stale-write-first"), on(8, "gc-pause")],
+        runs: &[
+            write_only(8, "stale-write-first", "OVERSOLD OVERLAP"),
+            on(8, "stale-write-first", "OVERLAP"),
+            on(8, "gc-pause", "OVERLAP"),
+        ],
         marks: &["fencing token", "REJECTED", "OVERSOLD"],
         tests: &[test("stage8", "stale_writer")],
-        look_for: "In both orders the stale holder's write is the one the resource refuses, even \
-                   when it comes first.",
+        look_for: "Against the write-only resource (`--fencing write-only`) client-A's stale write \
+                   lands first and passes, client-B's passes too: two orders, OVERSOLD. Against \
+                   the resource that registers tokens on reads, the stale write is refused in \
+                   both orders: OVERLAP without OVERSOLD.",
         sources: &[KLEPPMANN],
         read_next: STAGE8,
     },

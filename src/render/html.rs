@@ -65,7 +65,7 @@ pub fn page(title: &str, body: &str, mermaid: Mermaid) -> String {
         "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
          <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
          <title>{}</title>\n<style>{PAGE_CSS}{BOOK_CSS}</style>\n</head>\n<body>\n{body}\n\
-         {script}\n<script>mermaid.initialize({{ startOnLoad: true, sequence: {{ useMaxWidth: false }} }});</script>\n\
+         {script}\n<script>mermaid.initialize({{ startOnLoad: true, sequence: {{ useMaxWidth: true }} }});</script>\n\
          </body>\n</html>\n",
         escape(title)
     )

@@ -2,8 +2,9 @@
 //!
 //! The text timeline says everything, one line at a time; the diagram shows
 //! the shape of the story at a glance: one lifeline per client, per Redis
-//! node and for the harness; each command an arrow to its node and its
-//! reply an arrow back; pauses, kills, expiries and verdicts as notes; and
+//! node and for the harness; each command an arrow to its node, labelled
+//! with its reply (`→ nil`); the commands a script ran one note on its node;
+//! pauses, kills, expiries and verdicts as notes; and
 //! each client's critical section as an activation bar, so two bars side by
 //! side are two clients inside at once. A client retrying the same command
 //! is one arrow in a `loop` box that says how many times.
@@ -95,6 +96,9 @@ struct Diagram {
     /// Clients whose critical section is open, with how many times they
     /// entered (a reentrant lock enters twice).
     inside: Vec<(String, usize)>,
+    /// The commands a script ran, not yet written: (node, commands), one
+    /// note for the whole script.
+    lua: Option<(String, Vec<String>)>,
 }
 
 impl Diagram {
@@ -107,6 +111,7 @@ impl Diagram {
             timeline: timeline.clone(),
             out: String::new(),
             inside: Vec::new(),
+            lua: None,
         }
     }
 
@@ -144,6 +149,7 @@ impl Diagram {
         for run in &runs {
             self.step(run);
         }
+        self.flush_lua();
         for (client, depth) in std::mem::take(&mut self.inside) {
             let alias = self.lifelines.alias(&client, false);
             for _ in 0..depth {
@@ -160,16 +166,32 @@ impl Diagram {
     /// One timeline line (or a run of it) as diagram statements.
     fn step(&mut self, run: &Repeated) {
         let e = &run.event;
+        let is_lua = e.node.is_some() && e.actor != "redis" && e.text.starts_with(' ');
+        if !is_lua {
+            self.flush_lua();
+        }
+        if !run.again.is_empty() {
+            self.again(run);
+            return;
+        }
         match (&e.node, e.actor.as_str()) {
             // Redis's own news: a key expired.
             (Some(node), "redis") => {
                 let over = self.lifelines.alias(node, true);
                 self.add_note(over, format!("{} {}", self.at(e.at), e.text));
             }
-            // A command a Lua script ran: said on its node.
+            // A command a Lua script ran: said on its node, with the rest
+            // of the script's commands.
             (Some(node), _) if e.text.starts_with(' ') => {
                 let over = self.lifelines.alias(node, true);
-                self.add_note(over, e.text.trim().to_owned());
+                let command = e.text.trim().trim_start_matches("lua> ").to_owned();
+                match &mut self.lua {
+                    Some((node, commands)) if *node == over => commands.push(command),
+                    _ => {
+                        self.flush_lua();
+                        self.lua = Some((over, vec![command]));
+                    }
+                }
             }
             (Some(node), actor) => {
                 let node = node.clone();
@@ -198,12 +220,44 @@ impl Diagram {
                 self.at(run.last)
             );
         }
-        let _ = writeln!(self.out, "    {from}->>{to}: {}", escape(command));
-        if let Some(reply) = reply {
-            let _ = writeln!(self.out, "    {to}-->>{from}: {}", escape(reply));
-        }
+        // One arrow, its reply on it: a reply arrow back for every command
+        // would double the diagram's height and say nothing more.
+        let label = match reply {
+            Some(reply) => format!("{command} → {reply}"),
+            None => command.to_owned(),
+        };
+        let _ = writeln!(self.out, "    {from}->>{to}: {}", escape(&label));
         if repeated {
             self.out.push_str("    end\n");
+        }
+    }
+
+    /// A client's attempt made again and again: one attempt's arrows in a
+    /// `loop` box that says how many times and until when.
+    fn again(&mut self, run: &Repeated) {
+        let _ = writeln!(
+            self.out,
+            "    loop {} times, until {}",
+            run.count,
+            self.at(run.last)
+        );
+        for e in &run.again {
+            let single = Repeated {
+                event: e.clone(),
+                count: 1,
+                last: e.at,
+                again: Vec::new(),
+            };
+            self.step(&single);
+        }
+        self.flush_lua();
+        self.out.push_str("    end\n");
+    }
+
+    /// Writes the script's commands waiting in [`Diagram::lua`], as one note.
+    fn flush_lua(&mut self) {
+        if let Some((over, commands)) = self.lua.take() {
+            self.add_note(over, format!("lua> {}", commands.join(" · ")));
         }
     }
 
@@ -358,14 +412,14 @@ mod tests {
     }
 
     #[test]
-    fn commands_go_to_their_node_and_replies_come_back() {
+    fn commands_go_to_their_node_labelled_with_their_reply() {
         let diagram = race();
         assert!(
-            diagram.contains("P0->>P1: GET lock:stock\n    P1-->>P0: a\n"),
+            diagram.contains("P0->>P1: GET lock:stock → a\n"),
             "{diagram}"
         );
         assert!(
-            diagram.contains("P0->>P1: DEL lock:stock\n    P1-->>P0: 1\n"),
+            diagram.contains("P0->>P1: DEL lock:stock → 1\n"),
             "{diagram}"
         );
     }
@@ -442,6 +496,19 @@ mod tests {
         );
         assert!(
             diagram.contains("Note over P0,P3: T+") && diagram.contains("verdict: FOREIGN-DELETE"),
+            "{diagram}"
+        );
+    }
+
+    #[test]
+    fn the_commands_a_script_ran_are_one_note_on_its_node() {
+        let timeline = Timeline::new();
+        command(&timeline, "client-A", "EVALSHA f4f2… 1 lock:stock a -> 1");
+        command(&timeline, "client-A", "  lua> GET lock:stock");
+        command(&timeline, "client-A", "  lua> DEL lock:stock");
+        let diagram = sequence_diagram(&timeline);
+        assert!(
+            diagram.contains("Note over P1: lua#gt; GET lock:stock · DEL lock:stock\n"),
             "{diagram}"
         );
     }

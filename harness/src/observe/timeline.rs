@@ -23,6 +23,10 @@ use redis::Value;
 
 use super::KeyRecord;
 
+mod fold;
+
+use fold::fold;
+
 /// Who did it, where, and what.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Event {
@@ -43,15 +47,19 @@ impl Event {
     }
 }
 
-/// An event, or a run of the same event back to back.
+/// An event, a run of the same event back to back, or a client's attempt
+/// made again and again ([`fold`](self::fold) says which).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Repeated {
-    /// The first of the run.
+    /// The first of the run; for repeated attempts, a line that says so.
     pub event: Event,
-    /// How many times it happened in a row (1: once).
+    /// How many times it happened (1: once).
     pub count: usize,
     /// When the last of the run happened.
     pub last: SystemTime,
+    /// For repeated attempts, one attempt's lines (what a diagram's `loop`
+    /// draws); empty otherwise.
+    pub again: Vec<Event>,
 }
 
 /// A reply a client received, waiting to be paired with its command.
@@ -228,14 +236,16 @@ impl Timeline {
     }
 
     /// The events with each run of the same event (a client retrying
-    /// `SETNX`) folded into one, with its count and its last time: what the
-    /// printed timeline and the sequence diagram show.
+    /// `SETNX`) and each client's repeated attempts folded into one, with
+    /// its count and its last time: what the printed timeline and the
+    /// sequence diagram show.
     pub fn folded(&self) -> Vec<Repeated> {
         fold(self.events())
     }
 
-    /// The printed timeline, one event per line. A run of the same event
-    /// prints once, with its count and its last time.
+    /// The printed timeline, one event per line. A run of the same event,
+    /// or of a client's same attempt, prints once, with its count and its
+    /// last time.
     pub fn render(&self) -> String {
         self.render_part(Duration::ZERO, Duration::MAX, |_| true)
     }
@@ -267,7 +277,7 @@ impl Timeline {
                 event.actor,
                 event.text
             );
-            if run.count > 1 {
+            if run.count > 1 || !run.again.is_empty() {
                 let last = self.offset(run.last).as_millis();
                 let _ = write!(out, "   (x{} until T+{last}ms)", run.count);
             }
@@ -335,25 +345,6 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 /// An answer as a timeline prints it: short, on one line.
-/// `events` with each run of the same event folded into one.
-fn fold(events: impl IntoIterator<Item = Event>) -> Vec<Repeated> {
-    let mut folded: Vec<Repeated> = Vec::new();
-    for event in events {
-        match folded.last_mut() {
-            Some(run) if run.event.same_as(&event) => {
-                run.count += 1;
-                run.last = event.at;
-            }
-            _ => folded.push(Repeated {
-                last: event.at,
-                count: 1,
-                event,
-            }),
-        }
-    }
-    folded
-}
-
 fn render_reply(reply: Result<&Value, &redis::RedisError>) -> String {
     match reply {
         Ok(value) => render_value(value),
