@@ -41,6 +41,6 @@ pub mod scenario;
 pub mod server;
 pub mod workload;
 
-pub use client::{Client, ClientFactory};
+pub use client::{Client, ClientFactory, Released};
 pub use error::{HarnessError, Result};
 pub use scenario::{Outcome, Run, SCENARIOS, Scenario, ScenarioEnv, Timing};

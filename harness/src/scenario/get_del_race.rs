@@ -34,6 +34,7 @@ use lockcore::{Description, Point, Release, StageEntry};
 
 use super::stop::stop_at;
 use super::{Outcome, Run, ScenarioEnv};
+use crate::client::Released;
 use crate::error::Result;
 
 /// Items for sale: one for A, one for B.
@@ -82,7 +83,7 @@ pub(super) async fn run(stage: StageEntry, env: ScenarioEnv) -> Result<Outcome> 
 
     // 4. A's release goes on.
     held_back.gate.open();
-    let a_deleted = matches!(held_back.work.await?, Ok(Release::Deleted));
+    let a_deleted = matches!(held_back.work.await?, Released::Answered(Release::Deleted));
     run.facts.insert("a_release_deleted", i64::from(a_deleted));
 
     // 5. What became of B's lock, and B's turn.

@@ -129,7 +129,7 @@ impl Run {
             "TWO HOLDERS: client-A still believes it holds the lock, and {name} got it too"
         ));
         contender.buy_one(&theirs, self.env.timing.business).await?;
-        contender.release(&theirs).await??;
+        contender.release(&theirs).await?.answered()?;
         Ok(true)
     }
 
@@ -150,7 +150,7 @@ impl Run {
         let held = client.acquire(self.env.timing.patience()).await?;
         proxies.heal(client.name());
         let held = held.ok_or_else(|| {
-            HarnessError::Unsupported(format!("{} could not take a free lock", client.name()))
+            HarnessError::StoryNotTold(format!("{} could not take a free lock", client.name()))
         })?;
         self.holder_valid_until = Some(asked + held.validity.unwrap_or(self.env.timing.ttl));
         let holding = self.nodes_holding_lock().await?;
@@ -193,9 +193,7 @@ impl Run {
     }
 
     fn lock_node_mut(&mut self, index: usize) -> Result<&mut Node> {
-        self.nodes
-            .get_mut(index)
-            .ok_or_else(|| HarnessError::Unsupported(format!("there is no lock node {index}")))
+        self.nodes.get_mut(index).ok_or(HarnessError::NoNode(index))
     }
 
     /// On how many lock nodes the lock key exists (dead nodes count as
@@ -239,10 +237,7 @@ impl Run {
     /// Returns the key's `PTTL` before and after; a key with no TTL (`-1`)
     /// is left alone, as no clock can make it expire.
     pub async fn jump_clock(&self, index: usize, by: Duration) -> Result<(i64, i64)> {
-        let node = self
-            .nodes
-            .get(index)
-            .ok_or_else(|| HarnessError::Unsupported(format!("there is no lock node {index}")))?;
+        let node = self.nodes.get(index).ok_or(HarnessError::NoNode(index))?;
         let key = &self.factory.config.key;
         let mut conn = lockcore::connect(&node.url(), "harness").await?;
         let before: i64 = redis::cmd("PTTL").arg(key).query_async(&mut conn).await?;

@@ -92,9 +92,7 @@ impl Run {
     }
 
     fn lock_node(&self, index: usize) -> Result<&Node> {
-        self.nodes
-            .get(index)
-            .ok_or_else(|| HarnessError::Unsupported(format!("this run has no lock node {index}")))
+        self.nodes.get(index).ok_or(HarnessError::NoNode(index))
     }
 }
 
@@ -250,7 +248,7 @@ pub(super) async fn wait_in_sync(replica: &Node) -> Result<()> {
             return Ok(());
         }
         if Instant::now() > deadline {
-            return Err(HarnessError::ServerStart(format!(
+            return Err(HarnessError::Topology(format!(
                 "the replica at {} was not in sync with its master within {SYNC_WITHIN:?}",
                 replica.url()
             )));

@@ -261,7 +261,7 @@ impl Run {
             return Ok(false);
         };
         survivor.buy_one(&held, self.env.timing.business).await?;
-        survivor.release(&held).await??;
+        survivor.release(&held).await?.answered()?;
         Ok(true)
     }
 

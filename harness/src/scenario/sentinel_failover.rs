@@ -131,7 +131,7 @@ pub(super) async fn run(stage: StageEntry, env: ScenarioEnv, confirm: Confirm) -
         .iter()
         .position(|node| node.addr().to_string() == new_master)
         .ok_or_else(|| {
-            HarnessError::Unsupported(format!(
+            HarnessError::StoryNotTold(format!(
                 "the Sentinels promoted {new_master}, not a replica of this run"
             ))
         })?;

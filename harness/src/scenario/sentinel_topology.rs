@@ -396,7 +396,7 @@ async fn wait_until_settled(sentinel: &Node, peers: usize, replicas: usize) -> R
             return Ok(());
         }
         if Instant::now() > deadline {
-            return Err(HarnessError::ServerStart(format!(
+            return Err(HarnessError::Topology(format!(
                 "{} knew {} Sentinels and {} replicas after {SETTLE_WITHIN:?}, not {peers} and {replicas}",
                 sentinel.label(),
                 known_peers.len(),
@@ -432,7 +432,7 @@ pub(crate) async fn wait_for_replication_info(
             }
         }
         if Instant::now() > deadline {
-            return Err(HarnessError::Unsupported(format!(
+            return Err(HarnessError::Topology(format!(
                 "{} did not say {wanted} within {within:?}",
                 node.label()
             )));
