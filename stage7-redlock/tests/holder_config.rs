@@ -14,15 +14,16 @@ async fn a_holder_process_runs_with_the_drift_factor_it_was_given() -> Result<()
     let run = Run::start(stage7::STAGE, env, 1).await?;
     let patience = run.env.timing.patience();
 
-    // A drift factor of 1 reserves the whole TTL (and 2 ms more) for clock
-    // drift: no majority is ever valid, so the child can never hold the
-    // lock. With the default factor (0.01) it would take it at once.
+    // A drift factor of 0.999 (the factor must stay below 1) reserves more
+    // than the whole TTL for clock drift once the 2 ms margin is added: no
+    // majority is ever valid, so the child can never hold the lock. With
+    // the default factor (0.01) it would take it at once.
     let mut given = run.factory.clone();
-    given.config.drift_factor = 1.0;
+    given.config.drift_factor = 0.999;
     let mut doubtful = HolderProcess::spawn(&run.env.launcher, &given, "client-A")?;
     assert!(
         !doubtful.acquire(patience).await?,
-        "a holder given drift factor 1 took the lock: it ran with another factor"
+        "a holder given drift factor 0.999 took the lock: it ran with another factor"
     );
 
     // The same child with the run's own factor takes the same free lock.
