@@ -22,7 +22,7 @@
 //!   to expire, then carry on (ok); stage 6's watchdog keeps renewing for
 //!   the living client that skipped its release, so it is a DEADLOCK too.
 //!
-//! - the Sentinel columns run with a 30 s TTL (see `sentinel_topology.rs`),
+//! - the Sentinel columns run with a 30 s TTL (see `harness/src/topology/sentinel.rs`),
 //!   so every lock lost there is lost to the failover, not to its expiry.
 //!   `min-replicas-to-write` closes the split brain once the cut-off master
 //!   has noticed (about a second after the cut; the story waits for it).

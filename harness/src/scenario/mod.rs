@@ -14,13 +14,10 @@ mod gc_pause;
 mod get_del_race;
 mod killed_holder;
 mod network_delay;
-pub mod redlock_topology;
 mod reentrant;
-pub(crate) mod replicated;
 mod restart_without_persistence;
 mod run;
 mod sentinel_failover;
-mod sentinel_topology;
 mod slow_business;
 mod split_brain;
 mod stale_write_first;
@@ -33,7 +30,12 @@ use std::time::Duration;
 
 use lockcore::{Description, StageEntry};
 
+/// The topologies' old paths, for code written before they had a room.
+pub use crate::topology::redlock as redlock_topology;
+pub(crate) use crate::topology::replicated;
 pub use contention::client_name;
+pub use restart_without_persistence::run_with_restart_delay;
+pub(crate) use run::READERS_SERVER;
 pub use run::Run;
 
 use crate::error::Result;

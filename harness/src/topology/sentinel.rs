@@ -34,9 +34,9 @@ use tokio::sync::watch;
 use tokio::time::{Instant, sleep};
 
 use super::replicated::{ReplicationLink, wait_in_sync};
-use super::{Run, ScenarioEnv};
 use crate::error::{HarnessError, Result};
 use crate::observe::{SentinelWatcher, wait_for_switch};
+use crate::scenario::{Run, ScenarioEnv};
 use crate::server::{Backend, Node, RedisContainer};
 
 /// The name the Sentinels know the master by.
