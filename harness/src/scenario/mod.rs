@@ -313,15 +313,26 @@ impl ScenarioEnv {
         }
     }
 
-    /// The environment's backend, default timing, holder processes started
-    /// by `launcher`.
-    pub fn from_env(launcher: Launcher) -> Result<Self> {
-        Ok(Self {
-            backend: Backend::from_env()?,
+    /// The one way to make an environment: nodes on `backend`, holder
+    /// processes started by `launcher`, stage 8's resource checking tokens
+    /// as `fencing`, the default timing.
+    pub fn new(backend: Backend, launcher: Launcher, fencing: Fencing) -> Self {
+        Self {
+            backend,
             launcher,
             timing: Timing::default(),
-            fencing: Fencing::default(),
-        })
+            fencing,
+        }
+    }
+
+    /// [`ScenarioEnv::new`] on the environment's backend
+    /// ([`Backend::from_env`]), with the fixed resource.
+    pub fn from_env(launcher: Launcher) -> Result<Self> {
+        Ok(Self::new(
+            Backend::from_env()?,
+            launcher,
+            Fencing::default(),
+        ))
     }
 }
 

@@ -156,3 +156,39 @@ impl Run {
         }
     }
 }
+
+impl Run {
+    /// Whether the lock still holds `value` on a majority of the lock nodes
+    /// (on the one node, for single-node stages).
+    pub async fn lock_holds(&self, value: &str) -> Result<bool> {
+        let key = &self.factory.config.key;
+        let mut holding = 0;
+        for node in &self.nodes {
+            if node_holds(&node.url(), key, value).await? {
+                holding += 1;
+            }
+        }
+        Ok(holding > self.nodes.len() / 2)
+    }
+}
+
+/// Whether `key` on the node at `url` holds `value`: as its string value
+/// (stages 1–5, 7, 8) or as a field of its hash (stage 6).
+async fn node_holds(url: &str, key: &str, value: &str) -> Result<bool> {
+    let mut conn = lockcore::connect(url, "harness").await?;
+    let kind: String = redis::cmd("TYPE").arg(key).query_async(&mut conn).await?;
+    Ok(match kind.as_str() {
+        "string" => {
+            let current: Option<String> = redis::cmd("GET").arg(key).query_async(&mut conn).await?;
+            current.as_deref() == Some(value)
+        }
+        "hash" => {
+            redis::cmd("HEXISTS")
+                .arg(key)
+                .arg(value)
+                .query_async(&mut conn)
+                .await?
+        }
+        _ => false,
+    })
+}
