@@ -249,11 +249,15 @@ impl HolderProcess {
     /// Takes the lock in the child, waiting at most `wait`. `true` if taken.
     pub async fn acquire(&mut self, wait: Duration) -> Result<bool> {
         let answer = self.ask(&format!("acquire {}", wait.as_millis())).await?;
-        let mut words = answer.split_whitespace();
-        if words.next() != Some("acquired") {
+        if answer == "not-acquired" {
             return Ok(false);
         }
-        let (Some(value), Some(token)) = (words.next(), words.next()) else {
+        // `acquired <value> <token>`; a value may hold spaces (stage 0's
+        // is "(no lock)"), the token never does.
+        let Some((value, token)) = answer
+            .strip_prefix("acquired ")
+            .and_then(|rest| rest.rsplit_once(' '))
+        else {
             return Err(HarnessError::Holder(format!("malformed answer `{answer}`")));
         };
         let mut held = Acquired::with_value(value.to_owned());
