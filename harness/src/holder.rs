@@ -307,6 +307,13 @@ impl HolderProcess {
             ["released", "deleted"] => Ok(Release::Deleted),
             ["released", "nothing"] => Ok(Release::NothingDeleted),
             ["released", "still-held", n] => Ok(Release::StillHeld(number(n, &answer)?)),
+            ["released", "unconfirmed", deleted, not_ours, unreachable] => {
+                Ok(Release::Unconfirmed {
+                    deleted: number(deleted, &answer)?,
+                    not_ours: number(not_ours, &answer)?,
+                    unreachable: number(unreachable, &answer)?,
+                })
+            }
             ["not-owner"] => Err(LockError::NotOwner),
             _ => {
                 return Err(HarnessError::Holder(format!(
@@ -453,6 +460,11 @@ async fn handle(client: &Client, held: &mut Option<Acquired>, line: &str) -> Res
             Released::Answered(Release::Deleted) => "released deleted".to_owned(),
             Released::Answered(Release::NothingDeleted) => "released nothing".to_owned(),
             Released::Answered(Release::StillHeld(n)) => format!("released still-held {n}"),
+            Released::Answered(Release::Unconfirmed {
+                deleted,
+                not_ours,
+                unreachable,
+            }) => format!("released unconfirmed {deleted} {not_ours} {unreachable}"),
             Released::NotOwner => "not-owner".to_owned(),
         },
         (["wait-lost", ms], Some(acquired)) => {
