@@ -73,6 +73,26 @@ impl ClientFactory {
     }
 }
 
+/// What a release came to, as the client saw it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Released {
+    /// The lock answered: what the server deleted (or left held).
+    Answered(Release),
+    /// The lock refused: this client is not the owner any more.
+    NotOwner,
+}
+
+impl Released {
+    /// The answer; a refusal as an error, for stories in which the client
+    /// is sure to still own its lock.
+    pub fn answered(self) -> Result<Release> {
+        match self {
+            Self::Answered(release) => Ok(release),
+            Self::NotOwner => Err(HarnessError::Lock(LockError::NotOwner)),
+        }
+    }
+}
+
 /// One client of the workload.
 pub struct Client {
     name: String,
@@ -110,7 +130,7 @@ impl Client {
     /// it cannot is an error (the story cannot be told), not a verdict.
     pub async fn acquire_free(&self, wait: Duration) -> Result<Acquired> {
         self.acquire(wait).await?.ok_or_else(|| {
-            HarnessError::Unsupported(format!("{} could not take a free lock", self.name))
+            HarnessError::StoryNotTold(format!("{} could not take a free lock", self.name))
         })
     }
 
@@ -139,9 +159,9 @@ impl Client {
             .map(|held| LockGuard::new(self.lock.clone(), held, &self.name, self.ledger.clone())))
     }
 
-    /// Gives the lock back. A refusal (not the owner) is a result here, not
-    /// an error: `Err(LockError::NotOwner)` inside `Ok`.
-    pub async fn release(&self, held: &Acquired) -> Result<Result<Release, LockError>> {
+    /// Gives the lock back. A refusal (not the owner) is a result here,
+    /// [`Released::NotOwner`], not an error.
+    pub async fn release(&self, held: &Acquired) -> Result<Released> {
         self.note_crash(self.faults.reached(Point::BeforeRelease).await)?;
         self.ledger.release_sent(&self.name);
         self.send_release(held).await
@@ -150,23 +170,23 @@ impl Client {
     /// Like [`Client::release`], but the critical section ends before
     /// `BeforeRelease` is reached: a pause there delays a release whose
     /// business is over, instead of keeping the client inside.
-    pub async fn leave_then_release(&self, held: &Acquired) -> Result<Result<Release, LockError>> {
+    pub async fn leave_then_release(&self, held: &Acquired) -> Result<Released> {
         self.ledger.release_sent(&self.name);
         self.note_crash(self.faults.reached(Point::BeforeRelease).await)?;
         self.send_release(held).await
     }
 
-    async fn send_release(&self, held: &Acquired) -> Result<Result<Release, LockError>> {
+    async fn send_release(&self, held: &Acquired) -> Result<Released> {
         match self.lock.release(held).await {
             Ok(outcome) => {
                 self.ledger.released(&self.name, outcome);
-                Ok(Ok(outcome))
+                Ok(Released::Answered(outcome))
             }
             Err(LockError::NotOwner) => {
                 self.ledger
                     .timeline()
                     .record(&self.name, "release REFUSED: not the owner");
-                Ok(Err(LockError::NotOwner))
+                Ok(Released::NotOwner)
             }
             Err(other) => Err(self.note_crash::<()>(Err(other)).unwrap_err()),
         }
@@ -200,7 +220,7 @@ impl Client {
         let mut sold = 0;
         while let Some(held) = self.acquire(wait).await? {
             let sale = self.buy_one(&held, business).await?;
-            self.release(&held).await??;
+            self.release(&held).await?.answered()?;
             match sale {
                 Sale::Sold(_) => sold += 1,
                 Sale::SoldOut | Sale::Rejected { .. } => break,

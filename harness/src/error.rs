@@ -33,6 +33,22 @@ pub enum HarnessError {
     /// A scenario was asked of a stage or topology it cannot run on.
     #[error("{0}")]
     Unsupported(String),
+    /// A server's own record could not be read: the `MONITOR` connection
+    /// failed, closed or fell silent (the server itself may be fine).
+    #[error("MONITOR: {0}")]
+    Monitor(String),
+    /// The servers did not reach the shape the story needs in time (a
+    /// replica in sync, Sentinels that know each other, a promotion).
+    #[error("topology: {0}")]
+    Topology(String),
+    /// The story's own premise did not happen (a free lock could not be
+    /// taken, a fault point was never reached): the run says nothing about
+    /// the lock.
+    #[error("the story could not be told: {0}")]
+    StoryNotTold(String),
+    /// A node index past the run's nodes: a bug in the scenario.
+    #[error("there is no lock node {0}")]
+    NoNode(usize),
 }
 
 /// Results in the harness.

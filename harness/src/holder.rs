@@ -2,21 +2,25 @@
 //! `kill -9` or frozen with SIGSTOP for real: its sockets, its timers and
 //! its watchdog die or freeze with it, as they would in production.
 //!
-//! The parent drives the child line by line over stdin; the child answers
-//! on stdout with lines starting `@holder `. The child is either a stage's
-//! test binary run again ([`holder_entry!`](crate::holder_entry)) or the
-//! CLI's hidden `holder` subcommand.
+//! The parent hands the child its whole configuration as one JSON value
+//! ([`HolderSpec`], in an environment variable), then drives it line by
+//! line over stdin; the child answers on stdout with lines starting
+//! `@holder `. A malformed configuration, request or answer is an error,
+//! never a zero. The child is either a stage's test binary run again
+//! ([`holder_entry!`](crate::holder_entry)) or the CLI's hidden `holder`
+//! subcommand.
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::PathBuf;
 use std::process::{Child, ChildStdin, Command, Stdio};
+use std::str::FromStr;
 use std::time::Duration;
 
 use lockcore::{Acquired, LockConfig, LockError, Point, Release, StageEntry};
 use tokio::io::AsyncBufReadExt;
 use tokio::sync::mpsc;
 
-use crate::client::ClientFactory;
+use crate::client::{Client, ClientFactory, Released};
 use crate::error::{HarnessError, Result};
 use crate::observe::{Ledger, Timeline};
 use crate::process::{self, Signal};
@@ -24,14 +28,79 @@ use crate::workload::{Fencing, Sale};
 
 const PREFIX: &str = "@holder ";
 const ANSWER_WITHIN: Duration = Duration::from_secs(20);
-const ENV_NAME: &str = "LOCKSTAGES_HOLDER_NAME";
-const ENV_LOCK_URLS: &str = "LOCKSTAGES_HOLDER_LOCK_URLS";
-const ENV_DB_URL: &str = "LOCKSTAGES_HOLDER_DB_URL";
-const ENV_KEY: &str = "LOCKSTAGES_HOLDER_KEY";
-const ENV_TTL_MS: &str = "LOCKSTAGES_HOLDER_TTL_MS";
-const ENV_WATCHDOG_MS: &str = "LOCKSTAGES_HOLDER_WATCHDOG_MS";
-const ENV_RETRY_MS: &str = "LOCKSTAGES_HOLDER_RETRY_MS";
-const ENV_FENCING: &str = "LOCKSTAGES_HOLDER_FENCING";
+/// The environment variable that carries a [`HolderSpec`] as JSON.
+const ENV_SPEC: &str = "LOCKSTAGES_HOLDER";
+
+/// Everything a holder process needs, as it crosses the process boundary:
+/// the parent's [`ClientFactory`] without its ledger, every field of the
+/// [`LockConfig`] included (stage 7's drift factor too).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct HolderSpec {
+    /// `client-A`…
+    pub name: String,
+    /// Where the lock lives.
+    pub lock_urls: Vec<String>,
+    /// Where the stock lives.
+    pub db_url: String,
+    /// [`LockConfig::key`].
+    pub key: String,
+    /// [`LockConfig::ttl`].
+    pub ttl: Duration,
+    /// [`LockConfig::retry_interval`].
+    pub retry_interval: Duration,
+    /// [`LockConfig::watchdog_timeout`].
+    pub watchdog_timeout: Duration,
+    /// [`LockConfig::drift_factor`].
+    pub drift_factor: f64,
+    /// [`Fencing::label`].
+    pub fencing: String,
+}
+
+impl HolderSpec {
+    /// What a holder called `name` of `factory`'s clients needs.
+    pub fn new(factory: &ClientFactory, name: &str) -> Self {
+        let config = &factory.config;
+        Self {
+            name: name.to_owned(),
+            lock_urls: factory.lock_urls.clone(),
+            db_url: factory.db_url.clone(),
+            key: config.key.clone(),
+            ttl: config.ttl,
+            retry_interval: config.retry_interval,
+            watchdog_timeout: config.watchdog_timeout,
+            drift_factor: config.drift_factor,
+            fencing: factory.fencing.label().to_owned(),
+        }
+    }
+
+    /// The configuration the child's lock runs with.
+    pub fn config(&self) -> LockConfig {
+        LockConfig {
+            key: self.key.clone(),
+            ttl: self.ttl,
+            retry_interval: self.retry_interval,
+            watchdog_timeout: self.watchdog_timeout,
+            drift_factor: self.drift_factor,
+        }
+    }
+
+    /// Reads a spec from its JSON text; malformed text is an error.
+    pub fn from_json(text: &str) -> Result<Self> {
+        serde_json::from_str(text)
+            .map_err(|e| HarnessError::Holder(format!("malformed {ENV_SPEC}: {e}")))
+    }
+}
+
+/// A number in a request or an answer; anything else is an error naming
+/// the whole line.
+fn number<T: FromStr>(word: &str, line: &str) -> Result<T> {
+    word.parse()
+        .map_err(|_| HarnessError::Holder(format!("`{word}` is not a number in `{line}`")))
+}
+
+fn millis(word: &str, line: &str) -> Result<Duration> {
+    number(word, line).map(Duration::from_millis)
+}
 
 /// Declares the `holder_process` entry point in a stage's test file, so the
 /// kill tests can start that test binary again as a holder process. It is
@@ -91,23 +160,12 @@ pub struct HolderProcess {
 impl HolderProcess {
     /// Starts a holder called `name` for the clients `factory` makes.
     pub fn spawn(launcher: &Launcher, factory: &ClientFactory, name: &str) -> Result<Self> {
+        let spec = serde_json::to_string(&HolderSpec::new(factory, name))
+            .map_err(|e| HarnessError::Holder(format!("cannot write the holder's spec: {e}")))?;
         let mut command = Command::new(&launcher.program);
         command
             .args(&launcher.args)
-            .env(ENV_NAME, name)
-            .env(ENV_LOCK_URLS, factory.lock_urls.join(","))
-            .env(ENV_DB_URL, &factory.db_url)
-            .env(ENV_KEY, &factory.config.key)
-            .env(ENV_TTL_MS, factory.config.ttl.as_millis().to_string())
-            .env(
-                ENV_WATCHDOG_MS,
-                factory.config.watchdog_timeout.as_millis().to_string(),
-            )
-            .env(
-                ENV_RETRY_MS,
-                factory.config.retry_interval.as_millis().to_string(),
-            )
-            .env(ENV_FENCING, factory.fencing.label())
+            .env(ENV_SPEC, spec)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit());
@@ -191,13 +249,21 @@ impl HolderProcess {
     /// Takes the lock in the child, waiting at most `wait`. `true` if taken.
     pub async fn acquire(&mut self, wait: Duration) -> Result<bool> {
         let answer = self.ask(&format!("acquire {}", wait.as_millis())).await?;
-        let mut words = answer.split_whitespace();
-        if words.next() != Some("acquired") {
+        if answer == "not-acquired" {
             return Ok(false);
         }
-        let value = words.next().unwrap_or_default().to_owned();
-        let mut held = Acquired::with_value(value);
-        held.fencing_token = words.next().and_then(|t| t.parse().ok());
+        // `acquired <value> <token>`; a value may hold spaces (stage 0's
+        // is "(no lock)"), the token never does.
+        let Some((value, token)) = answer
+            .strip_prefix("acquired ")
+            .and_then(|rest| rest.rsplit_once(' '))
+        else {
+            return Err(HarnessError::Holder(format!("malformed answer `{answer}`")));
+        };
+        let mut held = Acquired::with_value(value.to_owned());
+        if token != "-" {
+            held.fencing_token = Some(number(token, &answer)?);
+        }
         self.ledger.acquired(&self.name, &held);
         self.held = Some(held);
         Ok(true)
@@ -220,21 +286,28 @@ impl HolderProcess {
     /// Reads the stock in the child: the business has begun.
     pub async fn read_stock(&mut self) -> Result<i64> {
         let answer = self.ask("read").await?;
-        answer
-            .strip_prefix("stock ")
-            .and_then(|n| n.parse().ok())
-            .ok_or_else(|| HarnessError::Holder(format!("unexpected answer `{answer}`")))
+        match answer.strip_prefix("stock ") {
+            Some(n) => number(n, &answer),
+            None => Err(HarnessError::Holder(format!(
+                "unexpected answer `{answer}`"
+            ))),
+        }
     }
 
     /// Finishes the business in the child: writes `read - 1` and an order.
     pub async fn sell(&mut self, read: i64) -> Result<Sale> {
         let answer = self.ask(&format!("sell {read}")).await?;
         let sale = match answer.split_whitespace().collect::<Vec<_>>()[..] {
-            ["sold", from] => Sale::Sold(from.parse().unwrap_or(read)),
+            ["sold", from] => Sale::Sold(number(from, &answer)?),
             ["rejected", token] => Sale::Rejected {
-                token: token.parse().unwrap_or(0),
+                token: number(token, &answer)?,
             },
-            _ => Sale::SoldOut,
+            ["sold-out"] => Sale::SoldOut,
+            _ => {
+                return Err(HarnessError::Holder(format!(
+                    "unexpected answer `{answer}`"
+                )));
+            }
         };
         self.ledger.timeline().record(&self.name, sale.to_string());
         Ok(sale)
@@ -247,12 +320,12 @@ impl HolderProcess {
         let outcome = match answer.split_whitespace().collect::<Vec<_>>()[..] {
             ["released", "deleted"] => Ok(Release::Deleted),
             ["released", "nothing"] => Ok(Release::NothingDeleted),
-            ["released", "still-held", n] => Ok(Release::StillHeld(n.parse().unwrap_or(0))),
+            ["released", "still-held", n] => Ok(Release::StillHeld(number(n, &answer)?)),
             ["released", "unconfirmed", deleted, not_ours, unreachable] => {
                 Ok(Release::Unconfirmed {
-                    deleted: deleted.parse().unwrap_or(0),
-                    not_ours: not_ours.parse().unwrap_or(0),
-                    unreachable: unreachable.parse().unwrap_or(0),
+                    deleted: number(deleted, &answer)?,
+                    not_ours: number(not_ours, &answer)?,
+                    unreachable: number(unreachable, &answer)?,
                 })
             }
             ["not-owner"] => Err(LockError::NotOwner),
@@ -323,7 +396,7 @@ impl Drop for HolderProcess {
 /// The child's side: serves requests from stdin with a client of `stage`.
 /// Does nothing when not started as a holder.
 pub fn serve_from_env(stage: StageEntry) {
-    let Ok(name) = std::env::var(ENV_NAME) else {
+    let Ok(spec) = std::env::var(ENV_SPEC) else {
         eprintln!("holder_process: not started as a holder process; nothing to do");
         return;
     };
@@ -335,7 +408,7 @@ pub fn serve_from_env(stage: StageEntry) {
         Ok(runtime) => runtime,
         Err(e) => return answer(&format!("error cannot start a runtime: {e}")),
     };
-    if let Err(e) = runtime.block_on(serve(stage, &name)) {
+    if let Err(e) = runtime.block_on(serve(stage, &spec)) {
         answer(&format!("error {e}"));
     }
 }
@@ -346,106 +419,106 @@ fn answer(text: &str) {
     let _ = out.flush();
 }
 
-fn env_ms(key: &str) -> Result<Duration> {
-    std::env::var(key)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .map(Duration::from_millis)
-        .ok_or_else(|| HarnessError::Holder(format!("{key} is missing or not a number")))
-}
-
-async fn serve(stage: StageEntry, name: &str) -> Result<()> {
-    let var = |key: &str| {
-        std::env::var(key).map_err(|_| HarnessError::Holder(format!("{key} is missing")))
-    };
+async fn serve(stage: StageEntry, spec: &str) -> Result<()> {
+    let spec = HolderSpec::from_json(spec)?;
     let factory = ClientFactory {
         stage,
-        lock_urls: var(ENV_LOCK_URLS)?.split(',').map(str::to_owned).collect(),
-        db_url: var(ENV_DB_URL)?,
-        config: LockConfig {
-            key: var(ENV_KEY)?,
-            ttl: env_ms(ENV_TTL_MS)?,
-            watchdog_timeout: env_ms(ENV_WATCHDOG_MS)?,
-            retry_interval: env_ms(ENV_RETRY_MS)?,
-            ..LockConfig::default()
-        },
+        lock_urls: spec.lock_urls.clone(),
+        db_url: spec.db_url.clone(),
+        config: spec.config(),
         // The child's own ledger is thrown away: the parent keeps the
         // scenario's ledger from the answers it gets.
         ledger: Ledger::new(Timeline::new()),
-        fencing: Fencing::from_label(&var(ENV_FENCING)?)
-            .ok_or_else(|| HarnessError::Holder(format!("{ENV_FENCING} is not a fencing mode")))?,
+        fencing: Fencing::from_label(&spec.fencing).ok_or_else(|| {
+            HarnessError::Holder(format!("`{}` is not a fencing mode", spec.fencing))
+        })?,
     };
+    let name = spec.name.as_str();
     let client = factory.client(name).await?;
     let mut held: Option<Acquired> = None;
     let mut lines = tokio::io::BufReader::new(tokio::io::stdin()).lines();
     while let Some(line) = lines.next_line().await? {
-        let words: Vec<&str> = line.split_whitespace().collect();
-        let reply = match (words.as_slice(), &held) {
-            (["acquire", ms], _) => match client
-                .acquire(Duration::from_millis(ms.parse().unwrap_or(0)))
-                .await
-            {
-                Ok(Some(acquired)) => {
-                    let token = acquired
-                        .fencing_token
-                        .map_or("-".to_owned(), |t| t.to_string());
-                    let reply = format!("acquired {} {token}", acquired.value);
-                    held = Some(acquired);
-                    reply
-                }
-                Ok(None) => "not-acquired".to_owned(),
-                Err(e) => format!("error {e}"),
-            },
-            (["read"], Some(acquired)) => match client.read_stock(acquired).await {
-                Ok(stock) => format!("stock {stock}"),
-                Err(e) => format!("error {e}"),
-            },
-            (["sell", read], Some(acquired)) => {
-                match client.sell(read.parse().unwrap_or(0), acquired).await {
-                    Ok(Sale::Sold(from)) => format!("sold {from}"),
-                    Ok(Sale::SoldOut) => "sold-out".to_owned(),
-                    Ok(Sale::Rejected { token }) => format!("rejected {token}"),
-                    Err(e) => format!("error {e}"),
-                }
-            }
-            (["release"], Some(acquired)) => match client.release(acquired).await {
-                Ok(Ok(Release::Deleted)) => "released deleted".to_owned(),
-                Ok(Ok(Release::NothingDeleted)) => "released nothing".to_owned(),
-                Ok(Ok(Release::StillHeld(n))) => format!("released still-held {n}"),
-                Ok(Ok(Release::Unconfirmed {
-                    deleted,
-                    not_ours,
-                    unreachable,
-                })) => format!("released unconfirmed {deleted} {not_ours} {unreachable}"),
-                Ok(Err(_)) => "not-owner".to_owned(),
-                Err(e) => format!("error {e}"),
-            },
-            (["wait-lost", ms], Some(acquired)) => {
-                let within = Duration::from_millis(ms.parse().unwrap_or(0));
-                let lost = match acquired.lost.clone() {
-                    Some(mut signal) => tokio::time::timeout(within, signal.lost()).await.is_ok(),
-                    None => false,
-                };
-                format!("lost {}", if lost { "yes" } else { "no" })
-            }
-            (["stall", point, ms], _) => {
-                match Point::ALL.into_iter().find(|p| p.name() == *point) {
-                    Some(point) => {
-                        let gate = client.faults().pause_at(point);
-                        let stall = Duration::from_millis(ms.parse().unwrap_or(0));
-                        tokio::spawn(async move {
-                            tokio::time::sleep(stall).await;
-                            gate.open();
-                        });
-                        "stalling".to_owned()
-                    }
-                    None => format!("error unknown fault point `{point}`"),
-                }
-            }
-            (_, None) => format!("error `{line}` needs the lock to be held first"),
-            _ => format!("error unknown request `{line}`"),
+        let reply = match handle(&client, &mut held, &line).await {
+            Ok(reply) => reply,
+            Err(e) => format!("error {e}"),
         };
         answer(&reply);
     }
     Ok(())
+}
+
+/// Answers one request line; a malformed one is an error.
+async fn handle(client: &Client, held: &mut Option<Acquired>, line: &str) -> Result<String> {
+    let words: Vec<&str> = line.split_whitespace().collect();
+    Ok(match (words.as_slice(), &*held) {
+        (["acquire", ms], _) => match client.acquire(millis(ms, line)?).await? {
+            Some(acquired) => {
+                let token = acquired
+                    .fencing_token
+                    .map_or("-".to_owned(), |t| t.to_string());
+                let reply = format!("acquired {} {token}", acquired.value);
+                *held = Some(acquired);
+                reply
+            }
+            None => "not-acquired".to_owned(),
+        },
+        (["read"], Some(acquired)) => format!("stock {}", client.read_stock(acquired).await?),
+        (["sell", read], Some(acquired)) => {
+            match client.sell(number(read, line)?, acquired).await? {
+                Sale::Sold(from) => format!("sold {from}"),
+                Sale::SoldOut => "sold-out".to_owned(),
+                Sale::Rejected { token } => format!("rejected {token}"),
+            }
+        }
+        (["release"], Some(acquired)) => match client.release(acquired).await? {
+            Released::Answered(Release::Deleted) => "released deleted".to_owned(),
+            Released::Answered(Release::NothingDeleted) => "released nothing".to_owned(),
+            Released::Answered(Release::StillHeld(n)) => format!("released still-held {n}"),
+            Released::Answered(Release::Unconfirmed {
+                deleted,
+                not_ours,
+                unreachable,
+            }) => format!("released unconfirmed {deleted} {not_ours} {unreachable}"),
+            Released::NotOwner => "not-owner".to_owned(),
+        },
+        (["wait-lost", ms], Some(acquired)) => {
+            let within = millis(ms, line)?;
+            let lost = match acquired.lost.clone() {
+                Some(mut signal) => tokio::time::timeout(within, signal.lost()).await.is_ok(),
+                None => false,
+            };
+            format!("lost {}", if lost { "yes" } else { "no" })
+        }
+        (["stall", point, ms], _) => {
+            let point = Point::ALL
+                .into_iter()
+                .find(|p| p.name() == *point)
+                .ok_or_else(|| HarnessError::Holder(format!("unknown fault point `{point}`")))?;
+            let stall = millis(ms, line)?;
+            let gate = client.faults().pause_at(point);
+            tokio::spawn(async move {
+                tokio::time::sleep(stall).await;
+                gate.open();
+            });
+            "stalling".to_owned()
+        }
+        (_, None) => {
+            return Err(HarnessError::Holder(format!(
+                "`{line}` needs the lock to be held first"
+            )));
+        }
+        _ => return Err(HarnessError::Holder(format!("unknown request `{line}`"))),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_malformed_spec_or_number_is_an_error_not_a_zero() {
+        assert!(HolderSpec::from_json(r#"{"name": "client-A"}"#).is_err());
+        assert!(number::<u64>("12x", "acquire 12x").is_err());
+        assert_eq!(number::<u64>("12", "acquire 12").ok(), Some(12));
+    }
 }

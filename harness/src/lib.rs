@@ -7,8 +7,12 @@
 //!   on a Docker network of its own and removed by a reaper; with kill,
 //!   pause and restart (and, for containers, a real network disconnect); or
 //!   a reader's own server (`LOCKSTAGES_REDIS_URL`), never faulted;
-//! - [`fault`]: fault-point hooks (crash, pause until released) and a TCP
-//!   proxy that delays replies or cuts one client off;
+//! - [`topology`]: the shapes of servers a story runs on (one node,
+//!   Redlock's masters, master + replica, master + two replicas + three
+//!   Sentinels that decide the failover);
+//! - [`fault`]: fault-point hooks (crash, pause until released), a TCP
+//!   proxy that delays replies or cuts one client off, and what is done to
+//!   a node (kill, restart, clock jump);
 //! - [`holder`]: lock holders in processes of their own, for `kill -9` and
 //!   SIGSTOP;
 //! - [`workload`]: the articles' stock deduction on a database node;
@@ -18,9 +22,7 @@
 //!   timeline with the clients' replies) and the judge, the only code that
 //!   turns records into findings; the timeline is also drawn as a Mermaid
 //!   sequence diagram;
-//! - [`scenario`]: the fault stories, runnable against any stage, and the
-//!   topologies they need (master + replica, master + two replicas + three
-//!   Sentinels that decide the failover, Redlock's masters behind proxies);
+//! - [`scenario`]: the fault stories, runnable against any stage;
 //! - [`control`]: stage 0, the same workload without a lock;
 //! - [`explore`]: random fault schedules against many clients, a recorded
 //!   history, and checkers that judge the history alone (Jepsen-style).
@@ -39,8 +41,9 @@ pub mod observe;
 pub mod process;
 pub mod scenario;
 pub mod server;
+pub mod topology;
 pub mod workload;
 
-pub use client::{Client, ClientFactory};
+pub use client::{Client, ClientFactory, Released};
 pub use error::{HarnessError, Result};
 pub use scenario::{Outcome, Run, SCENARIOS, Scenario, ScenarioEnv, Timing};

@@ -27,6 +27,7 @@ use std::path::Path;
 
 use harness::ScenarioEnv;
 use harness::observe::{Finding, Timeline, sequence_diagram};
+use harness::server::Backend;
 use harness::workload::Fencing;
 
 use super::run::launcher;
@@ -195,7 +196,7 @@ pub async fn run_all(book: &Path, check: bool, only: &[String]) -> Result<(), Fa
     for s in BOOK_STORIES.iter().filter(|s| chosen(s.name)) {
         eprintln!("running {} ({})", s.name, s.command());
         let stage = stage_named(s.stage)?;
-        let env = ScenarioEnv::from_env(launcher(&stage)?)?;
+        let env = ScenarioEnv::new(Backend::from_env()?, launcher(&stage)?, Fencing::default());
         let timeline = (s.run)(env).await?;
         write(book, s.name, &s.command(), &timeline)?;
     }
@@ -236,10 +237,7 @@ async fn run_scenario(r: &BookRun) -> Result<Timeline, Failure> {
     let stage = stage_named(r.stage)?;
     let scenario = scenario_named(r.scenario)?;
     eprintln!("running {} x {}", r.stage, r.scenario);
-    let env = ScenarioEnv {
-        fencing: r.fencing,
-        ..ScenarioEnv::from_env(launcher(&stage)?)?
-    };
+    let env = ScenarioEnv::new(Backend::from_env()?, launcher(&stage)?, r.fencing);
     let outcome = (scenario.run)(stage, env).await?;
     // The book tells the story the matrix asserts (the matrix runs the
     // fixed resource; the write-only lesson must oversell); a run that

@@ -7,6 +7,8 @@ use std::collections::BTreeSet;
 use std::io::{IsTerminal, Write as _};
 
 use harness::observe::Verdict;
+use harness::server::Backend;
+use harness::workload::Fencing;
 use harness::{Outcome, ScenarioEnv};
 use indicatif::{ProgressBar, ProgressStyle};
 
@@ -314,10 +316,7 @@ async fn run_one(probe: &Probe) -> Result<Ran, Failure> {
     };
     let stage = stages::find(&probe.stage_name())
         .ok_or_else(|| Failure::failed(format!("no {} in this build", probe.stage_name())))?;
-    let env = ScenarioEnv {
-        fencing: probe.fencing,
-        ..ScenarioEnv::from_env(launcher(&stage)?)?
-    };
+    let env = ScenarioEnv::new(Backend::from_env()?, launcher(&stage)?, probe.fencing);
     let outcome = (scenario.run)(stage, env)
         .await
         .map_err(|e| Failure::failed(format!("{} could not run: {e}", probe.label())))?;

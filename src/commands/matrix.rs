@@ -50,12 +50,11 @@ pub async fn run(
     let backend = harness::server::Backend::from_env()?;
     let env_for = |stage: &StageEntry| -> Result<ScenarioEnv, String> {
         let launcher = launcher(stage).map_err(|f| format!("{f:?}"))?;
-        Ok(ScenarioEnv {
-            backend: backend.clone(),
+        Ok(ScenarioEnv::new(
+            backend.clone(),
             launcher,
-            timing: harness::Timing::default(),
-            fencing: harness::workload::Fencing::default(),
-        })
+            harness::workload::Fencing::default(),
+        ))
     };
     let started = std::time::Instant::now();
     let cells = matrix::run(&stages, &scenarios, env_for, jobs, json).await;

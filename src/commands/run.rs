@@ -4,6 +4,7 @@ use std::path::Path;
 
 use harness::holder::Launcher;
 use harness::observe::{Finding, sequence_diagram};
+use harness::server::Backend;
 use harness::workload::Fencing;
 use harness::{Scenario, ScenarioEnv};
 use lockcore::StageEntry;
@@ -72,10 +73,7 @@ pub async fn run(
         say(format!("verdict: n/a ({reason})"));
         return Ok(());
     }
-    let env = ScenarioEnv {
-        fencing: output.fencing,
-        ..ScenarioEnv::from_env(launcher(&stage)?)?
-    };
+    let env = ScenarioEnv::new(Backend::from_env()?, launcher(&stage)?, output.fencing);
     let outcome = (scenario.run)(stage, env).await?;
     if output.diagram {
         print!("{}", sequence_diagram(&outcome.timeline));

@@ -29,7 +29,7 @@
 //! - stage6-fair (new row): the cells of stage 6, whose watchdog and
 //!   reentrant hash it shares.
 //!
-//! - the Sentinel columns run with a 30 s TTL (see `sentinel_topology.rs`),
+//! - the Sentinel columns run with a 30 s TTL (see `harness/src/topology/sentinel.rs`),
 //!   so every lock lost there is lost to the failover, not to its expiry.
 //!   `min-replicas-to-write` closes the split brain once the cut-off master
 //!   has noticed (about a second after the cut; the story waits for it).

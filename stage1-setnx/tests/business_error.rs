@@ -58,7 +58,7 @@ async fn guarded_business(panics: bool) -> Outcome {
         .unwrap()
         .expect("the guard gave the lock back");
     b.buy_one(&held, run.env.timing.business).await.unwrap();
-    b.release(&held).await.unwrap().unwrap();
+    b.release(&held).await.unwrap().answered().unwrap();
     let outcome = run.finish().await.unwrap();
     println!("{}", outcome.timeline.render());
     outcome

@@ -37,17 +37,17 @@ async fn a_business_ten_times_the_watchdog_timeout_keeps_the_lock() {
     let (slow_sale, next_sale) = tokio::join!(
         async {
             let sale = slow.buy_one(&held, BUSINESS).await?;
-            slow.release(&held).await??;
+            slow.release(&held).await?.answered()?;
             Ok::<Sale, HarnessError>(sale)
         },
         async {
             let Some(held) = next.acquire(BUSINESS * 3).await? else {
-                return Err(HarnessError::Unsupported(
+                return Err(HarnessError::StoryNotTold(
                     "client-B never got the lock".into(),
                 ));
             };
             let sale = next.buy_one(&held, Duration::ZERO).await?;
-            next.release(&held).await??;
+            next.release(&held).await?.answered()?;
             Ok(sale)
         },
     );

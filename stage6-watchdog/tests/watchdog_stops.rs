@@ -25,7 +25,7 @@ async fn the_lock_node_sees_renewals_while_held_and_none_after_unlock() {
     let held = a.acquire(ttl).await.unwrap().expect("the lock is free");
     // Business of one watchdog timeout: three renewal periods.
     a.buy_one(&held, ttl).await.unwrap();
-    a.release(&held).await.unwrap().unwrap();
+    a.release(&held).await.unwrap().answered().unwrap();
     // As long again after the unlock, for a renewal that must not come.
     tokio::time::sleep(ttl).await;
     let outcome = run.finish().await.unwrap();

@@ -5,7 +5,7 @@
 
 use harness::holder::Launcher;
 use harness::observe::{Finding, Verdict};
-use harness::scenario::redlock_topology::run_with_restart_delay;
+use harness::scenario::run_with_restart_delay;
 use harness::scenario::{ScenarioEnv, run_in_test};
 
 #[tokio::test(flavor = "multi_thread")]

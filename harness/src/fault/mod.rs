@@ -1,6 +1,7 @@
 //! Faults the harness can cause: at fault points inside a client, and to
 //! whole processes and nodes.
 
+pub mod node;
 mod plan;
 pub mod proxy;
 

@@ -99,7 +99,7 @@ impl NodeWatcher {
 
         let stream = TcpStream::connect(&addr)
             .await
-            .map_err(|e| HarnessError::ServerStart(format!("MONITOR connection to {addr}: {e}")))?;
+            .map_err(|e| HarnessError::Monitor(format!("MONITOR connection to {addr}: {e}")))?;
         let mut stream = BufReader::new(stream);
         let mut hello = vec!["HELLO", "3"];
         if let Some(password) = settings.password() {
@@ -117,13 +117,13 @@ impl NodeWatcher {
                 Resp::Error(e) => {
                     // Never print a password.
                     let name = command.iter().take(2).copied().collect::<Vec<_>>();
-                    return Err(HarnessError::ServerStart(format!(
+                    return Err(HarnessError::Monitor(format!(
                         "{} answered {e}",
                         name.join(" ")
                     )));
                 }
                 Resp::Eof => {
-                    return Err(HarnessError::ServerStart(
+                    return Err(HarnessError::Monitor(
                         "the MONITOR connection closed".into(),
                     ));
                 }
@@ -270,8 +270,8 @@ impl NodeWatcher {
             self.seen_markers.wait_for(|seen| *seen >= marker),
         )
         .await
-        .map_err(|_| HarnessError::ServerStart("MONITOR fell silent".into()))?
-        .map_err(|_| HarnessError::ServerStart("MONITOR connection closed".into()))?;
+        .map_err(|_| HarnessError::Monitor("MONITOR fell silent".into()))?
+        .map_err(|_| HarnessError::Monitor("MONITOR connection closed".into()))?;
         Ok(())
     }
 }

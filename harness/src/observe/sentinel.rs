@@ -97,10 +97,10 @@ pub async fn wait_for_switch(
     let seen = tokio::time::timeout(within, switches.wait_for(Option::is_some))
         .await
         .map_err(|_| {
-            HarnessError::Unsupported(format!(
+            HarnessError::Topology(format!(
                 "the Sentinels announced no new master within {within:?}"
             ))
         })?
-        .map_err(|_| HarnessError::Unsupported("the Sentinels' watchers are gone".into()))?;
+        .map_err(|_| HarnessError::Topology("the Sentinels' watchers are gone".into()))?;
     Ok(seen.clone().unwrap_or_default())
 }

@@ -46,7 +46,7 @@ async fn buy_without_finally(
     if let Err(e) = charge_the_card() {
         return Ok(Err(e)); // `?` in real code: the release below never runs
     }
-    client.release(held).await??;
+    client.release(held).await?.answered()?;
     Ok(Ok(()))
 }
 // ANCHOR_END: without_finally
@@ -71,7 +71,7 @@ pub(super) async fn run(stage: StageEntry, env: ScenarioEnv) -> Result<Outcome> 
         Some(held_b) => {
             run.facts.insert("b_acquired", 1);
             b.buy_one(&held_b, timing.business).await?;
-            b.release(&held_b).await??;
+            b.release(&held_b).await?.answered()?;
         }
         None => {
             run.facts.insert("b_acquired", 0);

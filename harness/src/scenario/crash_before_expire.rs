@@ -23,7 +23,7 @@ pub(super) async fn run(stage: StageEntry, env: ScenarioEnv) -> Result<Outcome> 
     match doomed.acquire(run.env.timing.patience()).await {
         Err(HarnessError::Lock(LockError::Crashed(_))) => {}
         other => {
-            return Err(HarnessError::Unsupported(format!(
+            return Err(HarnessError::StoryNotTold(format!(
                 "{} never reached a fault point after taking the lock ({other:?})",
                 run.stage.description.name
             )));

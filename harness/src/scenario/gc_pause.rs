@@ -51,7 +51,7 @@ pub(super) async fn run(stage: StageEntry, env: ScenarioEnv) -> Result<Outcome> 
         Some(held) => {
             run.narrate("TWO HOLDERS: frozen client-A still believes it holds the lock, and client-B got it");
             rival.buy_one(&held, timing.business).await?;
-            rival.release(&held).await??;
+            rival.release(&held).await?.answered()?;
             run.facts.insert("rival_acquired", 1);
         }
         None => {

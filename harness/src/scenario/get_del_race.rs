@@ -34,6 +34,7 @@ use lockcore::{Description, Point, Release, StageEntry};
 
 use super::stop::stop_at;
 use super::{Outcome, Run, ScenarioEnv};
+use crate::client::Released;
 use crate::error::Result;
 
 /// Items for sale: one for A, one for B.
@@ -82,12 +83,12 @@ pub(super) async fn run(stage: StageEntry, env: ScenarioEnv) -> Result<Outcome> 
 
     // 4. A's release goes on.
     held_back.gate.open();
-    let a_deleted = matches!(held_back.work.await?, Ok(Release::Deleted));
+    let a_deleted = matches!(held_back.work.await?, Released::Answered(Release::Deleted));
     run.facts.insert("a_release_deleted", i64::from(a_deleted));
 
     // 5. What became of B's lock, and B's turn.
     if let Some(held_b) = held_b {
-        let survived = lock_holds(&run, &held_b.value).await?;
+        let survived = run.lock_holds(&held_b.value).await?;
         run.facts.insert("b_lock_survived", i64::from(survived));
         run.narrate(format!(
             "after client-A's release, client-B's lock {}",
@@ -102,38 +103,4 @@ pub(super) async fn run(stage: StageEntry, env: ScenarioEnv) -> Result<Outcome> 
         let _ = b.release(&held_b).await?;
     }
     run.finish().await
-}
-
-/// Whether the lock still holds `value` on a majority of the lock nodes
-/// (on the one node, for single-node stages).
-async fn lock_holds(run: &Run, value: &str) -> Result<bool> {
-    let key = &run.factory.config.key;
-    let mut holding = 0;
-    for node in &run.nodes {
-        if node_holds(&node.url(), key, value).await? {
-            holding += 1;
-        }
-    }
-    Ok(holding > run.nodes.len() / 2)
-}
-
-/// Whether `key` on the node at `url` holds `value`: as its string value
-/// (stages 1–5, 7, 8) or as a field of its hash (stage 6).
-async fn node_holds(url: &str, key: &str, value: &str) -> Result<bool> {
-    let mut conn = lockcore::connect(url, "harness").await?;
-    let kind: String = redis::cmd("TYPE").arg(key).query_async(&mut conn).await?;
-    Ok(match kind.as_str() {
-        "string" => {
-            let current: Option<String> = redis::cmd("GET").arg(key).query_async(&mut conn).await?;
-            current.as_deref() == Some(value)
-        }
-        "hash" => {
-            redis::cmd("HEXISTS")
-                .arg(key)
-                .arg(value)
-                .query_async(&mut conn)
-                .await?
-        }
-        _ => false,
-    })
 }

@@ -15,13 +15,10 @@ mod gc_pause;
 mod get_del_race;
 mod killed_holder;
 mod network_delay;
-pub mod redlock_topology;
 mod reentrant;
-pub(crate) mod replicated;
 mod restart_without_persistence;
 mod run;
 mod sentinel_failover;
-mod sentinel_topology;
 mod slow_business;
 mod split_brain;
 mod stale_write_first;
@@ -34,7 +31,12 @@ use std::time::Duration;
 
 use lockcore::{Description, StageEntry};
 
+/// The topologies' old paths, for code written before they had a room.
+pub use crate::topology::redlock as redlock_topology;
+pub(crate) use crate::topology::replicated;
 pub use contention::client_name;
+pub use restart_without_persistence::run_with_restart_delay;
+pub(crate) use run::READERS_SERVER;
 pub use run::Run;
 
 use crate::error::Result;
@@ -318,15 +320,26 @@ impl ScenarioEnv {
         }
     }
 
-    /// The environment's backend, default timing, holder processes started
-    /// by `launcher`.
-    pub fn from_env(launcher: Launcher) -> Result<Self> {
-        Ok(Self {
-            backend: Backend::from_env()?,
+    /// The one way to make an environment: nodes on `backend`, holder
+    /// processes started by `launcher`, stage 8's resource checking tokens
+    /// as `fencing`, the default timing.
+    pub fn new(backend: Backend, launcher: Launcher, fencing: Fencing) -> Self {
+        Self {
+            backend,
             launcher,
             timing: Timing::default(),
-            fencing: Fencing::default(),
-        })
+            fencing,
+        }
+    }
+
+    /// [`ScenarioEnv::new`] on the environment's backend
+    /// ([`Backend::from_env`]), with the fixed resource.
+    pub fn from_env(launcher: Launcher) -> Result<Self> {
+        Ok(Self::new(
+            Backend::from_env()?,
+            launcher,
+            Fencing::default(),
+        ))
     }
 }
 

@@ -68,7 +68,7 @@ async fn on_redlock(stage: StageEntry, env: ScenarioEnv) -> Result<Outcome> {
         }
         Some(held) => {
             run.narrate("client-A was granted the lock although every answer came late");
-            asker.release(held).await??;
+            asker.release(held).await?.answered()?;
         }
     }
     let left = run
@@ -85,7 +85,7 @@ async fn on_redlock(stage: StageEntry, env: ScenarioEnv) -> Result<Outcome> {
         run.facts
             .insert("contender_wait_ms", millis(started.elapsed()));
         other.buy_one(&held, timing.business).await?;
-        other.release(&held).await??;
+        other.release(&held).await?.answered()?;
     }
 
     let expired = format!("expired {} ", run.factory.config.key);
@@ -110,7 +110,7 @@ async fn on_one_node(stage: StageEntry, env: ScenarioEnv) -> Result<Outcome> {
     let other = run.client("client-B").await?;
     // Once with a healthy network: connections open, scripts cached.
     if let Some(held) = asker.acquire(timing.patience()).await? {
-        asker.release(&held).await??;
+        asker.release(&held).await?.answered()?;
     }
     proxies.delay_replies("client-A", timing.ttl * 3);
     run.factory.ledger.fault_began(
@@ -127,7 +127,7 @@ async fn on_one_node(stage: StageEntry, env: ScenarioEnv) -> Result<Outcome> {
             .wait_for_lock_keys(|holding| holding > 0, timing.patience())
             .await?;
         if holding == 0 {
-            return Err(HarnessError::Unsupported(
+            return Err(HarnessError::StoryNotTold(
                 "client-A's lock command never reached the node".into(),
             ));
         }

@@ -13,11 +13,12 @@
 //! - stage 1's key never expires, so the holder waits the whole patience
 //!   window for a key that stays: DEADLOCK.
 
-use lockcore::{Description, LockError, Release, StageEntry};
+use lockcore::{Description, Release, StageEntry};
 use tokio::time::Instant;
 
 use super::{Outcome, Run, ScenarioEnv};
-use crate::error::{HarnessError, Result};
+use crate::client::Released;
+use crate::error::Result;
 
 pub(super) fn not_applicable(stage: &Description) -> Option<&'static str> {
     (stage.stage == 0).then_some("no lock")
@@ -55,9 +56,8 @@ async fn release_tolerating_loss(
     client: &crate::Client,
     held: &lockcore::Acquired,
 ) -> Result<Option<Release>> {
-    match client.release(held).await? {
-        Ok(release) => Ok(Some(release)),
-        Err(LockError::NotOwner) => Ok(None),
-        Err(other) => Err(HarnessError::Lock(other)),
-    }
+    Ok(match client.release(held).await? {
+        Released::Answered(release) => Some(release),
+        Released::NotOwner => None,
+    })
 }

@@ -80,7 +80,7 @@ pub async fn run_with_restart_delay(
             Some(held) => {
                 run.narrate("after the delayed restart the lock is available again");
                 later.buy_one(&held, timing.business).await?;
-                later.release(&held).await??;
+                later.release(&held).await?.answered()?;
             }
             None => run.narrate("client-C could not take the lock after the restart"),
         }

@@ -30,7 +30,7 @@ pub struct Run {
     initial_stock: i64,
     /// Until when the holder's lock is sure to be valid, once
     /// [`Run::hold_bare_majority`] has taken it.
-    pub(super) holder_valid_until: Option<tokio::time::Instant>,
+    pub(crate) holder_valid_until: Option<tokio::time::Instant>,
     harness_db: Database,
     /// `watchers[i]` watches `nodes[i]`; the last one, the database. On a
     /// reader's server, `watchers[0]` watches it, lock and database at once.
@@ -41,7 +41,7 @@ pub struct Run {
 
 /// How the timeline names a reader's own server, the lock's and the
 /// database's at once.
-pub(super) const READERS_SERVER: &str = "redis";
+pub(crate) const READERS_SERVER: &str = "redis";
 
 /// Deletes every key under `prefix` on the server at `url` when dropped,
 /// however the run ends.
@@ -261,7 +261,7 @@ impl Run {
             return Ok(false);
         };
         survivor.buy_one(&held, self.env.timing.business).await?;
-        survivor.release(&held).await??;
+        survivor.release(&held).await?.answered()?;
         Ok(true)
     }
 

@@ -5,7 +5,7 @@
 //! master and takes the lock. One item is for sale.
 //!
 //! 1. A master, two replicas in sync, three Sentinels (see
-//!    `sentinel_topology.rs`). Replication is held back, as it is for a
+//!    `topology/sentinel.rs`). Replication is held back, as it is for a
 //!    moment after every write.
 //! 2. client-A asks the Sentinels for the master, takes the lock there and
 //!    reads the stock (1).
@@ -131,7 +131,7 @@ pub(super) async fn run(stage: StageEntry, env: ScenarioEnv, confirm: Confirm) -
         .iter()
         .position(|node| node.addr().to_string() == new_master)
         .ok_or_else(|| {
-            HarnessError::Unsupported(format!(
+            HarnessError::StoryNotTold(format!(
                 "the Sentinels promoted {new_master}, not a replica of this run"
             ))
         })?;
@@ -171,7 +171,7 @@ async fn wait_for_replicas(run: &Run, url: &str, client: &str) -> Result<i64> {
 /// anyway, the Sentinels fail over, client-B takes the lock and buys.
 async fn finish_without_a(
     mut run: Run,
-    mut sentinels: super::sentinel_topology::SentinelTopology,
+    mut sentinels: crate::topology::sentinel::SentinelTopology,
 ) -> Result<Outcome> {
     let timing = run.env.timing;
     run.unwatch(MASTER).await?;

@@ -33,7 +33,7 @@ use lockcore::{Acquired, Description, Point, Release, StageEntry};
 
 use super::stop::{Stopped, stop_at};
 use super::{Outcome, Run, ScenarioEnv};
-use crate::client::Client;
+use crate::client::{Client, Released};
 use crate::error::Result;
 use crate::workload::Sale;
 
@@ -64,10 +64,10 @@ pub(super) async fn run(stage: StageEntry, env: ScenarioEnv) -> Result<Outcome> 
         run.narrate("client-B never got in while client-A worked: client-A finishes");
         a_slow.gate.open();
         a_slow.work.await?;
-        a.release(&held_a).await??;
+        a.release(&held_a).await?.answered()?;
         let held_b = b.acquire_free(timing.patience()).await?;
         b.buy_one(&held_b, timing.business).await?;
-        b.release(&held_b).await??;
+        b.release(&held_b).await?.answered()?;
         return run.finish().await;
     };
     run.facts.insert("b_acquired", 1);
@@ -90,7 +90,7 @@ pub(super) async fn run(stage: StageEntry, env: ScenarioEnv) -> Result<Outcome> 
     let a_release = a.release(&held_a).await?;
     run.facts.insert(
         "a_release_deleted",
-        i64::from(matches!(a_release, Ok(Release::Deleted))),
+        i64::from(matches!(a_release, Released::Answered(Release::Deleted))),
     );
     let survived = run.lock_pttl().await? != KEY_ABSENT;
     run.narrate(format!(
@@ -105,12 +105,12 @@ pub(super) async fn run(stage: StageEntry, env: ScenarioEnv) -> Result<Outcome> 
     run.facts.insert("c_acquired", i64::from(held_c.is_some()));
     if let Some(held_c) = held_c {
         c.buy_one(&held_c, timing.business).await?;
-        c.release(&held_c).await??;
+        c.release(&held_c).await?.answered()?;
     }
 
     // 6. B releases.
     b_inside.gate.open();
-    b_inside.work.await??;
+    b_inside.work.await?.answered()?;
     run.finish().await
 }
 

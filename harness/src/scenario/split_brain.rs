@@ -12,7 +12,7 @@
 //!    On the Docker backend it is disconnected from the run's network, the
 //!    only way its replicas and Sentinels reach it (client-A reaches it over
 //!    the run's clients' network); on the process backend the links its
-//!    peers reach it through drop everything (see `sentinel_topology`).
+//!    peers reach it through drop everything (see `topology/sentinel.rs`).
 //! 3. client-A takes the lock on the old master and reads the stock (1).
 //! 4. The Sentinels, unable to reach the master, agree that it is down and
 //!    promote a replica (`+switch-master`).
@@ -38,9 +38,9 @@ use std::time::{Duration, Instant};
 
 use lockcore::StageEntry;
 
-use super::sentinel_topology::wait_for_replication_info;
 use super::{Outcome, Run, ScenarioEnv};
 use crate::error::{HarnessError, Result};
+use crate::topology::sentinel::wait_for_replication_info;
 
 /// Items for sale: one, so a second order is an oversell.
 const STOCK: i64 = 1;

@@ -51,7 +51,7 @@ pub(super) async fn run(stage: StageEntry, env: ScenarioEnv) -> Result<Outcome> 
         run.narrate("client-B never got in while client-A worked: client-A finishes");
         a_slow.gate.open();
         a_slow.work.await?;
-        a.release(&held_a).await??;
+        a.release(&held_a).await?.answered()?;
         return run.finish().await;
     };
     run.facts.insert("b_acquired", 1);

@@ -43,7 +43,7 @@ pub(super) async fn stop_at<'a, T>(
         () = gate.arrived() => Ok(Stopped { gate, work }),
         done = work.as_mut() => {
             done?;
-            Err(HarnessError::Unsupported(format!(
+            Err(HarnessError::StoryNotTold(format!(
                 "{} finished without reaching {point}",
                 client.name()
             )))

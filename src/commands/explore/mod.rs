@@ -113,12 +113,7 @@ pub async fn run(args: Args) -> Result<(), Failure> {
     // Fail early, with the installation hint, when no Redis can be had.
     let backend = harness::server::Backend::from_env()?;
     let env_for = |stage: &StageEntry| -> Result<ScenarioEnv, Failure> {
-        Ok(ScenarioEnv {
-            backend: backend.clone(),
-            launcher: launcher(stage)?,
-            timing: harness::Timing::default(),
-            fencing,
-        })
+        Ok(ScenarioEnv::new(backend.clone(), launcher(stage)?, fencing))
     };
     if let Some(replay) = &args.replay {
         let [stage] = stages[..] else {

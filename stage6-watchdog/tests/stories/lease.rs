@@ -50,7 +50,7 @@ pub async fn lease(env: ScenarioEnv) -> Result<Lease> {
     let held = leased
         .try_lock(Duration::ZERO, Some(timing.ttl))
         .await?
-        .ok_or_else(|| HarnessError::Unsupported("client-A could not take a free lock".into()))?;
+        .ok_or_else(|| HarnessError::StoryNotTold("client-A could not take a free lock".into()))?;
     let watched = held.lost.is_some();
     ledger.acquired("client-A", &held);
     let read = leased_db.read_stock(None).await?;
@@ -59,9 +59,9 @@ pub async fn lease(env: ScenarioEnv) -> Result<Lease> {
     let next_held = next
         .acquire(timing.patience())
         .await?
-        .ok_or_else(|| HarnessError::Unsupported("the lease never ran out for client-B".into()))?;
+        .ok_or_else(|| HarnessError::StoryNotTold("the lease never ran out for client-B".into()))?;
     next.buy_one(&next_held, timing.business).await?;
-    next.release(&next_held).await??;
+    next.release(&next_held).await?.answered()?;
 
     let late_sale = leased_db.sell(read, None).await?;
     ledger.release_sent("client-A");

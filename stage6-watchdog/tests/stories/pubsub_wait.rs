@@ -52,7 +52,7 @@ pub async fn pubsub_wait(mut env: ScenarioEnv) -> Result<PubsubWait> {
     let held = holder
         .acquire(Duration::ZERO)
         .await?
-        .ok_or_else(|| HarnessError::Unsupported("client-A could not take a free lock".into()))?;
+        .ok_or_else(|| HarnessError::StoryNotTold("client-A could not take a free lock".into()))?;
     let (waited, released) = tokio::join!(
         async {
             let held = waiter.acquire(WATCHDOG).await;
@@ -71,7 +71,7 @@ pub async fn pubsub_wait(mut env: ScenarioEnv) -> Result<PubsubWait> {
                     break;
                 }
                 if subscribing.elapsed() > Duration::from_secs(10) {
-                    return Err(HarnessError::Unsupported(
+                    return Err(HarnessError::StoryNotTold(
                         "client-B never subscribed".into(),
                     ));
                 }
@@ -79,16 +79,16 @@ pub async fn pubsub_wait(mut env: ScenarioEnv) -> Result<PubsubWait> {
             }
             sleep(HOLD).await;
             let sent = Instant::now();
-            let release = holder.release(&held).await??;
+            let release = holder.release(&held).await?.answered()?;
             Ok::<_, HarnessError>((release, sent, Instant::now()))
         },
     );
     let (release, sent, answered) = released?;
     let (waited, woke_at) = waited;
     let next_held = waited?.ok_or_else(|| {
-        HarnessError::Unsupported("client-B did not get the released lock".into())
+        HarnessError::StoryNotTold("client-B did not get the released lock".into())
     })?;
-    waiter.release(&next_held).await??;
+    waiter.release(&next_held).await?.answered()?;
 
     Ok(PubsubWait {
         outcome: run.finish().await?,

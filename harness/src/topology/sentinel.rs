@@ -34,9 +34,9 @@ use tokio::sync::watch;
 use tokio::time::{Instant, sleep};
 
 use super::replicated::{ReplicationLink, wait_in_sync};
-use super::{Run, ScenarioEnv};
 use crate::error::{HarnessError, Result};
 use crate::observe::{SentinelWatcher, wait_for_switch};
+use crate::scenario::{Run, ScenarioEnv};
 use crate::server::{Backend, Node, RedisContainer};
 
 /// The name the Sentinels know the master by.
@@ -396,7 +396,7 @@ async fn wait_until_settled(sentinel: &Node, peers: usize, replicas: usize) -> R
             return Ok(());
         }
         if Instant::now() > deadline {
-            return Err(HarnessError::ServerStart(format!(
+            return Err(HarnessError::Topology(format!(
                 "{} knew {} Sentinels and {} replicas after {SETTLE_WITHIN:?}, not {peers} and {replicas}",
                 sentinel.label(),
                 known_peers.len(),
@@ -432,7 +432,7 @@ pub(crate) async fn wait_for_replication_info(
             }
         }
         if Instant::now() > deadline {
-            return Err(HarnessError::Unsupported(format!(
+            return Err(HarnessError::Topology(format!(
                 "{} did not say {wanted} within {within:?}",
                 node.label()
             )));

@@ -23,8 +23,8 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tokio::time::{Instant, sleep};
 
-use super::{Run, ScenarioEnv};
 use crate::error::{HarnessError, Result};
+use crate::scenario::{Run, ScenarioEnv};
 use crate::server::Node;
 
 /// How long a fresh replica may take to finish its first sync.
@@ -92,9 +92,7 @@ impl Run {
     }
 
     fn lock_node(&self, index: usize) -> Result<&Node> {
-        self.nodes
-            .get(index)
-            .ok_or_else(|| HarnessError::Unsupported(format!("this run has no lock node {index}")))
+        self.nodes.get(index).ok_or(HarnessError::NoNode(index))
     }
 }
 
@@ -235,7 +233,7 @@ impl Drop for Relay {
 
 /// Waits until `replica` reports its link to the master up, which it does
 /// once the first full sync is done.
-pub(super) async fn wait_in_sync(replica: &Node) -> Result<()> {
+pub(crate) async fn wait_in_sync(replica: &Node) -> Result<()> {
     let mut conn = lockcore::connect(&replica.url(), "harness").await?;
     let deadline = Instant::now() + SYNC_WITHIN;
     loop {
@@ -250,7 +248,7 @@ pub(super) async fn wait_in_sync(replica: &Node) -> Result<()> {
             return Ok(());
         }
         if Instant::now() > deadline {
-            return Err(HarnessError::ServerStart(format!(
+            return Err(HarnessError::Topology(format!(
                 "the replica at {} was not in sync with its master within {SYNC_WITHIN:?}",
                 replica.url()
             )));

@@ -1,0 +1,38 @@
+//! A holder process is a lock of its own in another process: it must run
+//! with the configuration it was given, every field of it. Stage 7's drift
+//! factor is the field a child used to lose (it fell back to the default).
+
+use harness::holder::HolderProcess;
+use harness::scenario::{Run, ScenarioEnv};
+use harness::{HarnessError, holder::Launcher};
+
+harness::holder_entry!(stage7::STAGE);
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_holder_process_runs_with_the_drift_factor_it_was_given() -> Result<(), HarnessError> {
+    let env = ScenarioEnv::from_env(Launcher::this_test_binary())?;
+    let run = Run::start(stage7::STAGE, env, 1).await?;
+    let patience = run.env.timing.patience();
+
+    // A drift factor of 0.999 (the factor must stay below 1) reserves more
+    // than the whole TTL for clock drift once the 2 ms margin is added: no
+    // majority is ever valid, so the child can never hold the lock. With
+    // the default factor (0.01) it would take it at once.
+    let mut given = run.factory.clone();
+    given.config.drift_factor = 0.999;
+    let mut doubtful = HolderProcess::spawn(&run.env.launcher, &given, "client-A")?;
+    assert!(
+        !doubtful.acquire(patience).await?,
+        "a holder given drift factor 0.999 took the lock: it ran with another factor"
+    );
+
+    // The same child with the run's own factor takes the same free lock.
+    let mut trusting = HolderProcess::spawn(&run.env.launcher, &run.factory, "client-B")?;
+    assert!(
+        trusting.acquire(patience).await?,
+        "a holder with the default drift factor could not take a free lock"
+    );
+    let outcome = run.finish().await?;
+    assert_eq!(outcome.fact("orders"), 0);
+    Ok(())
+}
