@@ -8,7 +8,6 @@ use std::io::{IsTerminal, Write as _};
 
 use harness::observe::Verdict;
 use harness::server::Backend;
-use harness::workload::Fencing;
 use harness::{Outcome, ScenarioEnv};
 use indicatif::{ProgressBar, ProgressStyle};
 

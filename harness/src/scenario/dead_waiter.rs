@@ -66,7 +66,7 @@ pub(super) async fn run(stage: StageEntry, env: ScenarioEnv) -> Result<Outcome> 
         .insert("late_waiter_acquired", i64::from(granted.is_some()));
     if let Some((held, _)) = granted {
         late.buy_one(&held, run.env.timing.business).await?;
-        late.release(&held).await??;
+        late.release(&held).await?.answered()?;
     }
     run.finish().await
 }
