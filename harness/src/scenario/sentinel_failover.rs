@@ -108,6 +108,7 @@ pub(super) async fn run(stage: StageEntry, env: ScenarioEnv, confirm: Confirm) -
     // 3. The master dies with the only copy of A's lock.
     run.unwatch(MASTER).await?;
     run.nodes[MASTER].kill().await?;
+    sentinels.mark("fault");
     if confirm == Confirm::WaitOtherReplicaPromoted {
         run.unwatch(ACKNOWLEDGING).await?;
         run.nodes[ACKNOWLEDGING].kill().await?;
@@ -146,7 +147,7 @@ pub(super) async fn run(stage: StageEntry, env: ScenarioEnv, confirm: Confirm) -
         read_a,
     };
     a_stale_b_on_new_master(&mut run, stale, &b, "the one the Sentinels promoted").await?;
-    sentinels.stop_watching();
+    sentinels.stop_watching(&run);
     run.finish().await
 }
 
@@ -176,6 +177,7 @@ async fn finish_without_a(
     let timing = run.env.timing;
     run.unwatch(MASTER).await?;
     run.nodes[MASTER].kill().await?;
+    sentinels.mark("fault");
     run.narrate("master KILLED with kill -9");
     sentinels.wait_for_switch().await?;
     for replica in MASTER + 1..run.nodes.len() {
@@ -188,6 +190,6 @@ async fn finish_without_a(
         b.buy_one(&held_b, timing.business).await?;
         let _ = b.release(&held_b).await?;
     }
-    sentinels.stop_watching();
+    sentinels.stop_watching(&run);
     run.finish().await
 }
