@@ -100,7 +100,7 @@ impl<'a> Report<'a> {
                 None => times.push((name, cell.took, cell.took, 1)),
             }
         }
-        times.sort_by(|a, b| b.1.cmp(&a.1));
+        times.sort_by_key(|t| std::cmp::Reverse(t.1));
         let width = times.iter().map(|(n, ..)| n.len()).max().unwrap_or(0);
         let mut out = String::from("\nTime per scenario (its cells' run times added up):\n");
         for (name, total, longest, count) in times {
