@@ -64,9 +64,13 @@ impl<'a> Report<'a> {
                     .unwrap_or(0)
             })
             .collect();
+        // Two spaces between columns, one when a wide mark would push the
+        // table past 120 columns.
+        let wide = name_width + widths.iter().map(|w| w + 2).sum::<usize>() > 120;
+        let gap = if wide { " " } else { "  " };
         let mut out = format!("{:<name_width$}", "");
         for ((stage, _), width) in rows.iter().zip(&widths) {
-            let _ = write!(out, "  {stage:<width$}");
+            let _ = write!(out, "{gap}{stage:<width$}");
         }
         out.push('\n');
         for (i, scenario) in scenarios.iter().enumerate() {
@@ -77,7 +81,7 @@ impl<'a> Report<'a> {
                     .map_or((String::new(), Paint::Quiet), |c| (mark(c), look(c)));
                 // Padded first: escape codes take no room on screen.
                 let padded = format!("{text:<width$}");
-                let _ = write!(out, "  {}", paint(&padded, look, colour));
+                let _ = write!(out, "{gap}{}", paint(&padded, look, colour));
             }
             out.push('\n');
         }
