@@ -72,6 +72,65 @@ fn list_shows_every_scenario() {
 }
 
 #[test]
+fn list_lines_up_every_scenario_title_after_the_longest_name() {
+    let output = lockstages(&["list"]);
+    let text = stdout(&output);
+    let columns: Vec<usize> = harness::SCENARIOS
+        .iter()
+        .map(|scenario| {
+            let line = text
+                .lines()
+                .find(|l| l.trim_start().starts_with(&format!("{} ", scenario.name)))
+                .unwrap_or_else(|| panic!("no line for {} in:\n{text}", scenario.name));
+            line.find(scenario.title)
+                .unwrap_or_else(|| panic!("no title on: {line}"))
+        })
+        .collect();
+    assert!(
+        columns.windows(2).all(|w| w[0] == w[1]),
+        "titles start at columns {columns:?}:\n{text}"
+    );
+}
+
+/// A folder the results cannot go to is refused before anything runs: with
+/// no redis-server on the PATH, the first complaint is about the folder.
+#[test]
+fn an_unwritable_output_folder_is_refused_before_the_work() {
+    for (args, option) in [
+        (&["matrix", "--out", "/proc/x"][..], "--out"),
+        (
+            &["matrix", "--stage", "stage1", "--html", "/proc/x"][..],
+            "--html",
+        ),
+        (
+            &["run", "stage1", "contention", "--html", "/proc/nope/x.html"][..],
+            "--html",
+        ),
+    ] {
+        let output = Command::new(env!("CARGO_BIN_EXE_lockstages"))
+            .args(args)
+            .env("PATH", "/nonexistent")
+            .env_remove("LOCKSTAGES_BACKEND")
+            .output()
+            .expect("the CLI runs");
+        let error = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{args:?}: {error}");
+        assert!(
+            error.contains(option) && error.contains("/proc/"),
+            "{args:?}: {error}"
+        );
+        assert!(
+            !error.contains("apt-get"),
+            "{args:?} looked for Redis first: {error}"
+        );
+        assert!(
+            !stdout(&output).contains("verdict"),
+            "{args:?} ran the story"
+        );
+    }
+}
+
+#[test]
 fn with_neither_redis_server_nor_docker_the_error_says_how_to_get_one() {
     let output = Command::new(env!("CARGO_BIN_EXE_lockstages"))
         .args(["matrix", "--stage", "stage1"])
@@ -134,6 +193,16 @@ fn matrix_html_writes_an_index_and_a_page_per_cell() {
         "{index}"
     );
     assert!(index.contains("<td class=\"failure\">"), "{index}");
+    // The terminal's table: a row per scenario, short marks, no colour when
+    // stdout is not a terminal, and where the time went.
+    let printed = stdout(&output);
+    let row = printed
+        .lines()
+        .find(|l| l.starts_with("get-del-race "))
+        .unwrap_or_default();
+    assert!(row.contains("FD") && row.contains("n/a"), "{printed}");
+    assert!(!printed.contains('\x1b'), "{printed}");
+    assert!(printed.contains("Time per scenario"), "{printed}");
     assert!(cell.contains("sequenceDiagram") && cell.contains("class=\"timeline\""));
     assert!(na.contains("n/a: no lock"), "{na}");
     assert!(mermaid_written, "the pages' Mermaid is written beside them");

@@ -18,8 +18,10 @@ pub fn print() {
         }
     }
     println!("\nScenarios:");
+    // The titles line up after the longest name, whatever it is.
+    let width = SCENARIOS.iter().map(|s| s.name.len()).max().unwrap_or(0);
     for scenario in SCENARIOS {
-        println!("  {:<28} {}", scenario.name, scenario.title);
+        println!("  {:<width$}  {}", scenario.name, scenario.title);
     }
     println!("\nRun one: cargo run --release -- run stage4 get-del-race");
 }

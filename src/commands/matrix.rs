@@ -11,6 +11,7 @@ use crate::matrix::{self, Report};
 use crate::render::{
     self,
     html::{MERMAID_FILE, MERMAID_JS},
+    terminal::colour_wanted,
 };
 use crate::{Failure, stages};
 
@@ -46,6 +47,11 @@ pub async fn run(
             .map(|s| scenario_named(s))
             .collect::<Result<_, _>>()?
     };
+    // Fail before the work, not after it: the folders the results go to.
+    super::check_writable(out, "--out")?;
+    if let Some(dir) = html {
+        super::check_writable(dir, "--html")?;
+    }
     // Fail early, with the installation hint, when no Redis can be had.
     let backend = harness::server::Backend::from_env()?;
     let env_for = |stage: &StageEntry| -> Result<ScenarioEnv, String> {
@@ -76,7 +82,8 @@ pub async fn run(
     if json {
         println!("{json_text}");
     } else {
-        print!("{}", report.table());
+        print!("{}", report.table(colour_wanted()));
+        print!("{}", report.scenario_times());
         println!(
             "\n{} cells in {:.1}s; written to {}/matrix.md and matrix.json",
             cells.len(),

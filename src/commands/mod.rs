@@ -114,3 +114,23 @@ pub fn write_file(path: &std::path::Path, text: &str) -> Result<(), Failure> {
     std::fs::write(path, text)
         .map_err(|e| Failure::failed(format!("cannot write {}: {e}", path.display())))
 }
+
+/// Fails at once, before any work, when files cannot be written in
+/// `folder` (created if missing): a run of minutes should not end in a
+/// refusal that could have been seen at the start. `what` names the option
+/// the folder came from.
+pub fn check_writable(folder: &std::path::Path, what: &str) -> Result<(), Failure> {
+    let folder = if folder.as_os_str().is_empty() {
+        std::path::Path::new(".")
+    } else {
+        folder
+    };
+    let refused = |e: std::io::Error| {
+        Failure::bad_input(format!("{what}: cannot write in {}: {e}", folder.display()))
+    };
+    std::fs::create_dir_all(folder).map_err(refused)?;
+    let probe = folder.join(format!(".lockstages-probe-{}", std::process::id()));
+    std::fs::write(&probe, b"").map_err(refused)?;
+    let _ = std::fs::remove_file(&probe);
+    Ok(())
+}

@@ -47,6 +47,10 @@ pub async fn run(
     output: Output<'_>,
 ) -> Result<(), Failure> {
     let d = stage.description;
+    // The page's folder is checked before the story runs, not after.
+    if let Some(page) = output.html {
+        super::check_writable(page.parent().unwrap_or(Path::new(".")), "--html")?;
+    }
     // With --diagram stdout is the diagram alone, so it can be piped.
     let say = |line: String| {
         if output.diagram {

@@ -1,11 +1,13 @@
 //! The matrix as a terminal table, Markdown and JSON.
 
 use std::fmt::Write as _;
+use std::time::Duration;
 
 use harness::observe::Finding;
 use serde_json::json;
 
 use super::{Cell, CellResult, Expected};
+use crate::render::terminal::{Paint, paint};
 
 /// A finished matrix, ready to print.
 #[derive(Debug)]
@@ -43,35 +45,76 @@ impl<'a> Report<'a> {
             .unwrap_or_default()
     }
 
-    /// The table for a terminal, with a legend.
-    pub fn table(&self) -> String {
-        let columns = self.columns();
+    /// The table for a terminal, laid out as `matrix.md` is (a row per
+    /// scenario, a column per stage) with short marks, so that it fits 120
+    /// columns; the legend says what each mark means. With `colour`, each
+    /// mark is coloured by what it shows.
+    pub fn table(&self, colour: bool) -> String {
         let rows = self.rows();
-        let widths: Vec<usize> = columns
+        let scenarios = self.columns();
+        let name_width = scenarios.iter().map(|s| s.len()).max().unwrap_or(0);
+        let widths: Vec<usize> = rows
             .iter()
-            .enumerate()
-            .map(|(i, name)| {
-                rows.iter()
-                    .map(|(_, cells)| short(cells[i]).len())
-                    .chain([name.len()])
+            .map(|(stage, cells)| {
+                cells
+                    .iter()
+                    .map(|c| mark(c).len())
+                    .chain([stage.len()])
                     .max()
                     .unwrap_or(0)
             })
             .collect();
-        let mut out = String::new();
-        let _ = write!(out, "{:<7}", "");
-        for (name, width) in columns.iter().zip(&widths) {
-            let _ = write!(out, " | {name:<width$}");
+        // Two spaces between columns, one when a wide mark would push the
+        // table past 120 columns.
+        let wide = name_width + widths.iter().map(|w| w + 2).sum::<usize>() > 120;
+        let gap = if wide { " " } else { "  " };
+        let mut out = format!("{:<name_width$}", "");
+        for ((stage, _), width) in rows.iter().zip(&widths) {
+            let _ = write!(out, "{gap}{stage:<width$}");
         }
         out.push('\n');
-        for (stage, cells) in &rows {
-            let _ = write!(out, "{stage:<7}");
-            for (cell, width) in cells.iter().zip(&widths) {
-                let _ = write!(out, " | {:<width$}", short(cell));
+        for (i, scenario) in scenarios.iter().enumerate() {
+            let _ = write!(out, "{scenario:<name_width$}");
+            for ((_, cells), width) in rows.iter().zip(&widths) {
+                let (text, look) = cells
+                    .get(i)
+                    .map_or((String::new(), Paint::Quiet), |c| (mark(c), look(c)));
+                // Padded first: escape codes take no room on screen.
+                let padded = format!("{text:<width$}");
+                let _ = write!(out, "{gap}{}", paint(&padded, look, colour));
             }
             out.push('\n');
         }
         out.push_str(&legend());
+        out
+    }
+
+    /// How long each scenario's cells ran, added up, longest first: where
+    /// a matrix run's time goes.
+    pub fn scenario_times(&self) -> String {
+        let mut times: Vec<(&str, Duration, Duration, usize)> = Vec::new();
+        for cell in self.cells {
+            let name = cell.scenario.name;
+            match times.iter_mut().find(|(n, ..)| *n == name) {
+                Some((_, total, longest, count)) => {
+                    *total += cell.took;
+                    *longest = (*longest).max(cell.took);
+                    *count += 1;
+                }
+                None => times.push((name, cell.took, cell.took, 1)),
+            }
+        }
+        times.sort_by_key(|t| std::cmp::Reverse(t.1));
+        let width = times.iter().map(|(n, ..)| n.len()).max().unwrap_or(0);
+        let mut out = String::from("\nTime per scenario (its cells' run times added up):\n");
+        for (name, total, longest, count) in times {
+            let _ = writeln!(
+                out,
+                "  {name:<width$}  {:>6.1}s  ({count} cells, longest {:.1}s)",
+                total.as_secs_f64(),
+                longest.as_secs_f64()
+            );
+        }
         out
     }
 
@@ -196,10 +239,186 @@ pub fn legend_entries() -> Vec<(&'static str, &'static str)> {
     entries
 }
 
+/// A cell as the terminal table prints it: `ok`, each finding's short mark
+/// (joined by `+`), `n/a` or `ERR`; a `!` after it when it differs from the
+/// expected matrix.
+pub fn mark(cell: &Cell) -> String {
+    let text = match &cell.result {
+        CellResult::Ran(verdict) if verdict.is_ok() => "ok".to_owned(),
+        CellResult::Ran(verdict) => verdict
+            .findings()
+            .map(finding_mark)
+            .collect::<Vec<_>>()
+            .join("+"),
+        CellResult::NotApplicable(_) => "n/a".to_owned(),
+        CellResult::Failed(_) => "ERR".to_owned(),
+    };
+    if cell.matches() {
+        text
+    } else {
+        format!("{text}!")
+    }
+}
+
+/// The short mark of a finding, for the terminal table.
+fn finding_mark(finding: Finding) -> &'static str {
+    match finding {
+        Finding::Oversold => "OS",
+        Finding::Overlap => "OL",
+        Finding::ForeignDelete => "FD",
+        Finding::Deadlock => "DL",
+        Finding::SelfBlocked => "SB",
+        Finding::Refused => "RF",
+    }
+}
+
+/// The colour of a cell's mark.
+fn look(cell: &Cell) -> Paint {
+    match &cell.result {
+        _ if !cell.matches() => Paint::Alarm,
+        CellResult::Ran(verdict) if verdict.is_ok() => Paint::Good,
+        CellResult::Ran(verdict) if verdict.findings().all(|f| f == Finding::Refused) => {
+            Paint::Refused
+        }
+        CellResult::Ran(_) => Paint::Bad,
+        CellResult::NotApplicable(_) => Paint::Quiet,
+        CellResult::Failed(_) => Paint::Alarm,
+    }
+}
+
+/// The terminal table's legend: each mark, the word `matrix.md` uses for
+/// it, and what it means.
 fn legend() -> String {
     let mut out = String::from("\nLegend:\n");
-    for (label, meaning) in legend_entries() {
-        let _ = writeln!(out, "  {label:<15} {meaning}");
+    let mut entries: Vec<(&str, &str, &str)> = vec![("ok", "ok", "no observer fired")];
+    entries.extend(
+        Finding::ALL
+            .iter()
+            .map(|f| (finding_mark(*f), f.label(), f.meaning())),
+    );
+    entries.push((
+        "n/a",
+        "n/a",
+        "the story does not apply to this stage (reasons in matrix.md)",
+    ));
+    entries.push((
+        "ERR",
+        "ERROR",
+        "the scenario could not run (see matrix.json)",
+    ));
+    entries.push((
+        "!",
+        "",
+        "after a mark: the cell differs from the expected matrix",
+    ));
+    for (mark, label, meaning) in entries {
+        let _ = writeln!(out, "  {mark:<4} {label:<15} {meaning}");
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use harness::observe::{Finding, Verdict};
+
+    use super::*;
+    use crate::matrix::expected;
+    use crate::stages::STAGES;
+
+    /// Every stage against every scenario, each cell as the expected matrix
+    /// says, except `stage` × `scenario`, which got `odd` instead.
+    fn cells_with(odd: Option<(&str, &str, Verdict)>) -> Vec<Cell> {
+        let mut cells = Vec::new();
+        for stage in STAGES {
+            for scenario in harness::SCENARIOS {
+                let want = expected(stage.description.name, scenario.name);
+                let result = match (&odd, &want) {
+                    (Some((s, c, got)), _)
+                        if *s == stage.description.name && *c == scenario.name =>
+                    {
+                        CellResult::Ran(got.clone())
+                    }
+                    (_, Some(Expected::Verdict(verdict))) => CellResult::Ran(verdict.clone()),
+                    _ => CellResult::NotApplicable("a reason"),
+                };
+                cells.push(Cell {
+                    stage: *stage,
+                    scenario,
+                    result,
+                    expected: want,
+                    took: Duration::from_millis(1500),
+                    timeline: None,
+                });
+            }
+        }
+        cells
+    }
+
+    #[test]
+    fn the_terminal_table_fits_120_columns_with_a_row_per_scenario() {
+        let every_finding = Verdict::of(&Finding::ALL);
+        for cells in [
+            cells_with(None),
+            cells_with(Some(("stage5", "split-brain", every_finding))),
+        ] {
+            let table = Report::new(&cells).table(false);
+            for line in table.lines() {
+                assert!(line.chars().count() <= 120, "{} wide: {line}", line.len());
+            }
+            let header = table.lines().next().unwrap_or_default();
+            assert!(
+                header.contains("stage0") && header.contains("stage8"),
+                "{table}"
+            );
+            for scenario in harness::SCENARIOS {
+                assert!(
+                    table
+                        .lines()
+                        .any(|l| l.starts_with(&format!("{} ", scenario.name))),
+                    "no row for {}:\n{table}",
+                    scenario.name
+                );
+            }
+            assert!(!table.contains('\x1b'), "no colour asked, none given");
+        }
+    }
+
+    #[test]
+    fn a_cell_that_differs_is_marked_and_the_legend_says_what_marks_mean() {
+        let cells = cells_with(Some((
+            "stage4",
+            "contention",
+            Verdict::of(&[Finding::Overlap]),
+        )));
+        let table = Report::new(&cells).table(false);
+        let row = table
+            .lines()
+            .find(|l| l.starts_with("contention "))
+            .unwrap_or_default();
+        assert!(row.contains("OL!"), "{row}");
+        for mark in ["OS ", "OL ", "FD ", "RF ", "n/a ", "ERR ", "! "] {
+            assert!(
+                table.lines().any(|l| l.trim_start().starts_with(mark)),
+                "the legend explains `{mark}`:\n{table}"
+            );
+        }
+        let coloured = Report::new(&cells).table(true);
+        assert!(coloured.contains("\x1b[1;33mOL!"), "{coloured}");
+    }
+
+    #[test]
+    fn scenario_times_add_up_each_column_longest_first() {
+        let cells = cells_with(None);
+        let times = Report::new(&cells).scenario_times();
+        let line = times
+            .lines()
+            .find(|l| l.trim_start().starts_with("contention "))
+            .unwrap_or_default();
+        assert!(
+            line.contains("13.5s") && line.contains("9 cells"),
+            "{times}"
+        );
+    }
 }

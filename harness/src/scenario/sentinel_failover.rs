@@ -18,8 +18,8 @@
 //! 6. client-A, still believing it holds the lock, finishes its purchase.
 //!
 //! With [`Confirm::Wait`], client-A confirms its lock as Redisson does:
-//! `WAIT 1 <timeout>` after the lock write, and a lock no replica has
-//! acknowledged is given back at once. Held replication makes `WAIT` answer
+//! `WAIT 1 <timeout>` after the lock write (sent again while it answers 0,
+//! a second in all), and a lock no replica has acknowledged is given back. Held replication makes `WAIT` answer
 //! 0, so A never enters. With [`Confirm::WaitOtherReplicaPromoted`] only
 //! replica2 is held back: replica1 acknowledges, A enters, and then the
 //! master and replica1 die together (one rack); the Sentinels promote
@@ -51,10 +51,15 @@ const MASTER: usize = 0;
 /// The replica that, with [`Confirm::WaitOtherReplicaPromoted`], receives
 /// the lock, acknowledges it, and dies with the master.
 const ACKNOWLEDGING: usize = 1;
-/// How long `WAIT` waits for an acknowledgement: far longer than a replica
-/// in sync needs (`WAIT` asks the replicas at once; they answer within a
-/// millisecond or so), and below redis-rs's 500 ms reply timeout.
+/// How long one `WAIT` waits for an acknowledgement: far longer than a
+/// replica in sync needs (`WAIT` asks the replicas at once; they answer
+/// within a millisecond or so), and below redis-rs's 500 ms reply timeout.
 const WAIT_TIMEOUT: Duration = Duration::from_millis(200);
+/// How many times A's library sends `WAIT` before it takes no for an
+/// answer: a second in all. On a loaded machine the acknowledgement of a
+/// replica behind a relay can take longer than one `WAIT`; it still
+/// arrives, and the next `WAIT` counts it at once.
+const WAIT_TRIES: u32 = 5;
 
 /// How client-A makes sure of its lock before it enters.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -108,6 +113,7 @@ pub(super) async fn run(stage: StageEntry, env: ScenarioEnv, confirm: Confirm) -
     // 3. The master dies with the only copy of A's lock.
     run.unwatch(MASTER).await?;
     run.nodes[MASTER].kill().await?;
+    sentinels.mark("fault");
     if confirm == Confirm::WaitOtherReplicaPromoted {
         run.unwatch(ACKNOWLEDGING).await?;
         run.nodes[ACKNOWLEDGING].kill().await?;
@@ -146,13 +152,14 @@ pub(super) async fn run(stage: StageEntry, env: ScenarioEnv, confirm: Confirm) -
         read_a,
     };
     a_stale_b_on_new_master(&mut run, stale, &b, "the one the Sentinels promoted").await?;
-    sentinels.stop_watching();
+    sentinels.stop_watching(&run);
     run.finish().await
 }
 
 /// What client-A's lock library does after the lock write when it
 /// confirms: a marker written on a connection of its own, then `WAIT 1`
-/// for it. Returns how many replicas acknowledged.
+/// for it, again while no replica has acknowledged, [`WAIT_TRIES`] times at
+/// most. Returns how many replicas acknowledged.
 async fn wait_for_replicas(run: &Run, url: &str, client: &str) -> Result<i64> {
     let replies = Some(run.timeline().reply_log());
     let mut conn = lockcore::connect_with_log(url, client, replies).await?;
@@ -160,11 +167,18 @@ async fn wait_for_replicas(run: &Run, url: &str, client: &str) -> Result<i64> {
         .arg("lockstages:confirm")
         .query_async::<i64>(&mut conn)
         .await?;
-    Ok(redis::cmd("WAIT")
-        .arg(1)
-        .arg(WAIT_TIMEOUT.as_millis() as u64)
-        .query_async(&mut conn)
-        .await?)
+    let mut acknowledged = 0;
+    for _ in 0..WAIT_TRIES {
+        acknowledged = redis::cmd("WAIT")
+            .arg(1)
+            .arg(WAIT_TIMEOUT.as_millis() as u64)
+            .query_async(&mut conn)
+            .await?;
+        if acknowledged > 0 {
+            break;
+        }
+    }
+    Ok(acknowledged)
 }
 
 /// The end of the story when client-A gave its lock back: the master dies
@@ -176,6 +190,7 @@ async fn finish_without_a(
     let timing = run.env.timing;
     run.unwatch(MASTER).await?;
     run.nodes[MASTER].kill().await?;
+    sentinels.mark("fault");
     run.narrate("master KILLED with kill -9");
     sentinels.wait_for_switch().await?;
     for replica in MASTER + 1..run.nodes.len() {
@@ -188,6 +203,6 @@ async fn finish_without_a(
         b.buy_one(&held_b, timing.business).await?;
         let _ = b.release(&held_b).await?;
     }
-    sentinels.stop_watching();
+    sentinels.stop_watching(&run);
     run.finish().await
 }

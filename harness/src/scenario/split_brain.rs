@@ -47,8 +47,9 @@ const STOCK: i64 = 1;
 /// The master's place among the run's lock nodes.
 const MASTER: usize = 0;
 /// How long the Sentinels may take to demote the old master after the heal:
-/// they wait 8 s (four hello periods) before they overrule a master that
-/// claims its old role, and ask it every 10 s.
+/// they overrule a master that claims its old role after four hello periods
+/// without news, and they learn its role from `INFO` (both periods are set
+/// in `sentinel_topology`; with Redis's defaults, 8 s and 10 s).
 const DEMOTED_WITHIN: Duration = Duration::from_secs(60);
 /// How long a cut-off master with `min-replicas-to-write` may take to notice
 /// that it hears from no replica (its lag limit is one second).
@@ -167,6 +168,7 @@ pub(super) async fn run(
         DEMOTED_WITHIN,
     )
     .await?;
+    sentinels.mark("old master in sync");
     run.watch_again(MASTER).await?;
     let kept = run.lock_key_exists(MASTER).await?;
     run.facts.insert("old_master_kept_lock", i64::from(kept));
@@ -179,6 +181,6 @@ pub(super) async fn run(
     {
         run.narrate(format!("client-A's release fails: {e}"));
     }
-    sentinels.stop_watching();
+    sentinels.stop_watching(&run);
     run.finish().await
 }

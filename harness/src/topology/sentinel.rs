@@ -7,8 +7,19 @@
 //! Sentinel does.
 //!
 //! Timeouts are short but safe: a Sentinel calls the master subjectively
-//! down after [`DOWN_AFTER`] without an answer (several of its pings, on a
-//! loaded machine too), so a failover takes a second or two.
+//! down after [`DOWN_AFTER`] without an answer (a live master answers a
+//! ping in well under a millisecond; the margin is for a loaded machine),
+//! and the Sentinels' own periods (how often they ask a server for `INFO`,
+//! greet each other, ask each other about the master) are cut with
+//! `SENTINEL DEBUG` from Redis's production defaults of seconds to a
+//! fraction of one (see [`PERIODS`]). The Sentinels still decide everything
+//! themselves; they only stop waiting on clocks tuned for a data centre's
+//! patience, so a failover takes two seconds or so, and the demotion of a
+//! master cut off and healed about as long.
+//!
+//! Every story ends with a line of phase times (topology up, fault,
+//! `+odown`, `+switch-master`, heal, `+convert-to-slave`), so a reader sees
+//! which wait a run spent its time on.
 //!
 //! How the master's peers (replicas and Sentinels) reach it depends on the
 //! story:
@@ -27,7 +38,7 @@
 //!   is the links dropping everything both ways.
 
 use std::net::SocketAddr;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use lockcore::StageEntry;
 use tokio::sync::watch;
@@ -44,8 +55,9 @@ pub(crate) const SERVICE: &str = "lockmaster";
 /// Sentinels that must agree the master is down before a failover.
 const QUORUM: usize = 2;
 /// How long a master may stay silent before the first Sentinel calls it
-/// down; each next Sentinel waits [`DOWN_AFTER_STEP`] longer.
-const DOWN_AFTER: Duration = Duration::from_millis(1000);
+/// down; each next Sentinel waits [`DOWN_AFTER_STEP`] longer. Production
+/// keeps the default, 30 s.
+const DOWN_AFTER: Duration = Duration::from_millis(500);
 /// Staggered timeouts make it unlikely that all three Sentinels ask for
 /// votes at once and split them one each: a split election is retried
 /// only after twice [`FAILOVER_TIMEOUT`].
@@ -56,14 +68,32 @@ const DOWN_AFTER_STEP: Duration = Duration::from_millis(250);
 /// at another address (here, its relay) before "fixing" it, which the
 /// stories never give it: they fault the master within a second.
 const FAILOVER_TIMEOUT: Duration = Duration::from_secs(10);
+/// The Sentinels' clocks, set with `SENTINEL DEBUG` once each has started
+/// (a Sentinel reads none of them from its configuration file); Redis's
+/// defaults are in the comments.
+// ANCHOR: sentinel_debug
+const PERIODS: &[(&str, Duration)] = &[
+    // INFO to each server (10 s): a master healed from a partition is seen
+    // claiming its old role within this, and so demoted sooner. During a
+    // failover a Sentinel asks the replicas every second whatever this says.
+    ("INFO-PERIOD", Duration::from_millis(250)),
+    // Hello messages (2 s): Sentinels find each other within this; a server
+    // that claims to be a master against their view is demoted after four
+    // of these without news.
+    ("PUBLISH-PERIOD", Duration::from_millis(100)),
+    // How often a Sentinel that calls the master down asks the others
+    // whether they agree (1 s): the wait between `+sdown` and `+odown`.
+    ("ASK-PERIOD", Duration::from_millis(100)),
+];
+// ANCHOR_END: sentinel_debug
 /// How long a failover may take, a split election and its retry included.
 const SWITCH_WITHIN: Duration = Duration::from_secs(60);
 /// How long the Sentinels may take to find each other and the replicas.
 const SETTLE_WITHIN: Duration = Duration::from_secs(30);
 /// The lock's TTL on this topology: the articles' default, far longer than
 /// a failover here (a few seconds) or the demotion after a partition heals
-/// (about fifteen), so that a lock lost is lost to the failover and never
-/// to its expiry.
+/// (as long, sixty at the most), so that a lock lost is lost to the
+/// failover and never to its expiry.
 const LEASE: Duration = Duration::from_secs(30);
 /// How often the Sentinels' state is asked while they settle.
 const POLL: Duration = Duration::from_millis(50);
@@ -76,7 +106,23 @@ pub(crate) struct SentinelTopology {
     sentinels: Vec<Node>,
     switches: watch::Receiver<Option<String>>,
     paths: PeerPaths,
+    /// When the story's steps happened, for its line of phase times.
+    phases: Phases,
 }
+
+/// The moments a Sentinel story is timed by: the harness's own steps
+/// (marked as they happen) and the Sentinels' events (found in the
+/// timeline when the line is written).
+struct Phases {
+    /// How long the servers and the Sentinels took to be ready.
+    setup: Duration,
+    /// The harness's steps: the fault, the heal, a demoted master in sync.
+    marks: std::sync::Mutex<Vec<(&'static str, SystemTime)>>,
+}
+
+/// The Sentinel events a phase line shows, each the first one after the
+/// fault (or the heal).
+const TIMED_EVENTS: &[&str] = &["+odown", "+switch-master", "+convert-to-slave"];
 
 /// How the master's replicas and Sentinels reach it.
 enum PeerPaths {
@@ -142,6 +188,7 @@ impl SentinelTopology {
                 for link in replicas.iter().chain([sentinels]) {
                     link.cut();
                 }
+                self.mark("fault");
                 run.narrate(format!(
                     "the harness CUTS the links between {} and its peers (both replicas, all three Sentinels): nothing passes either way",
                     master.label()
@@ -150,6 +197,7 @@ impl SentinelTopology {
             PeerPaths::Network => {
                 let container = docker_node(master)?;
                 container.leave_network().await?;
+                self.mark("fault");
                 run.narrate(format!(
                     "the harness DISCONNECTED {} ({}) from Docker network {}, the only way its replicas and Sentinels reach it; the harness and client-A still reach it at {} on {}",
                     master.label(),
@@ -174,6 +222,7 @@ impl SentinelTopology {
                 for link in replicas.iter().chain([sentinels]) {
                     link.heal();
                 }
+                self.mark("heal");
                 run.narrate(format!(
                     "the harness HEALS the links between {} and its peers",
                     master.label()
@@ -182,6 +231,7 @@ impl SentinelTopology {
             PeerPaths::Network => {
                 let container = docker_node(master)?;
                 container.join_network().await?;
+                self.mark("heal");
                 run.narrate(format!(
                     "the harness RECONNECTED {} to Docker network {}, at the same address ({})",
                     master.label(),
@@ -193,10 +243,61 @@ impl SentinelTopology {
         Ok(())
     }
 
+    /// Notes that the harness did `step` now (`"fault"`, `"heal"`, …), for
+    /// the line of phase times.
+    pub(crate) fn mark(&self, step: &'static str) {
+        self.phases
+            .marks
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push((step, SystemTime::now()));
+    }
+
     /// Stops recording what the Sentinels say (before the run's reckoning,
-    /// so that its verdict is the timeline's last word).
-    pub(crate) fn stop_watching(&mut self) {
+    /// so that its verdict is the timeline's last word), and says in the
+    /// timeline how long each phase took.
+    pub(crate) fn stop_watching(&mut self, run: &Run) {
         self.watchers.clear();
+        run.narrate(self.phase_line(run));
+    }
+
+    /// `phases: topology up in 1.2s; fault; +odown after 0.6s; …`: each
+    /// step with the time since the one before it.
+    fn phase_line(&self, run: &Run) -> String {
+        let mut steps = self
+            .phases
+            .marks
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        let events = run.timeline().events();
+        let first_mark = steps.first().map(|(_, at)| *at);
+        for name in TIMED_EVENTS {
+            let seen = events.iter().find(|e| {
+                e.text.split_whitespace().next() == Some(name)
+                    && first_mark.is_some_and(|fault| e.at >= fault)
+            });
+            if let Some(event) = seen {
+                steps.push((name, event.at));
+            }
+        }
+        steps.sort_by_key(|(_, at)| *at);
+        let mut line = format!(
+            "phases: servers and Sentinels up in {:.1}s",
+            self.phases.setup.as_secs_f64()
+        );
+        let mut previous: Option<SystemTime> = None;
+        for (step, at) in &steps {
+            match previous {
+                None => line.push_str(&format!("; {step}")),
+                Some(before) => line.push_str(&format!(
+                    "; {step} after {:.1}s",
+                    at.duration_since(before).unwrap_or_default().as_secs_f64()
+                )),
+            }
+            previous = Some(*at);
+        }
+        line
     }
 
     /// Waits until the Sentinels announce a new master (`+switch-master`);
@@ -254,6 +355,7 @@ impl Run {
                 stage.description.name, stage.description.nodes
             )));
         }
+        let setup_started = Instant::now();
         let mut env = env.for_new_run();
         env.timing.ttl = env.timing.ttl.max(LEASE);
         // No wait before a full sync: the replicas are all there.
@@ -261,15 +363,23 @@ impl Run {
             .into_iter()
             .chain(master_args.iter().copied())
             .collect();
-        let master = if by_network {
-            Node::start_with_clients_network(&env.backend, "master", &args).await?
-        } else {
-            Node::start(&env.backend, "master", &args).await?
+        // The three servers start at once (on Docker each is a container,
+        // seconds each when started one after another).
+        let master = async {
+            if by_network {
+                Node::start_with_clients_network(&env.backend, "master", &args).await
+            } else {
+                Node::start(&env.backend, "master", &args).await
+            }
         };
+        let (master, replica1, replica2) = tokio::try_join!(
+            master,
+            Node::start(&env.backend, "replica1", &args),
+            Node::start(&env.backend, "replica2", &args),
+        )?;
         let mut nodes = vec![master];
         let mut links = Vec::new();
-        for i in 1..=2 {
-            let replica = Node::start(&env.backend, &format!("replica{i}"), &args).await?;
+        for replica in [&replica1, &replica2] {
             let master_addr = if by_network {
                 nodes[0].peer_addr()
             } else {
@@ -278,10 +388,12 @@ impl Run {
                 links.push(link);
                 addr
             };
-            follow(&replica, master_addr).await?;
-            wait_in_sync(&replica).await?;
-            nodes.push(replica);
+            follow(replica, master_addr).await?;
         }
+        for replica in [&replica1, &replica2] {
+            wait_in_sync(replica).await?;
+        }
+        nodes.extend([replica1, replica2]);
         let paths = if by_network {
             PeerPaths::Network
         } else {
@@ -296,8 +408,8 @@ impl Run {
             PeerPaths::Network => nodes[0].peer_addr(),
         };
         let (master_host, master_port) = (seen_by_peers.ip(), seen_by_peers.port());
-        let mut sentinels = Vec::new();
-        for i in 1..=3 {
+        let backend = &env.backend;
+        let sentinels = futures_util::future::try_join_all((1..=3u32).map(|i| {
             let down_after = DOWN_AFTER + DOWN_AFTER_STEP * (i - 1);
             // ANCHOR: sentinel_config
             let config = format!(
@@ -309,9 +421,14 @@ impl Run {
                 FAILOVER_TIMEOUT.as_millis(),
             );
             // ANCHOR_END: sentinel_config
-            let label = format!("sentinel{i}");
-            sentinels.push(Node::start_sentinel(&env.backend, &label, &config).await?);
-        }
+            async move {
+                let sentinel =
+                    Node::start_sentinel(backend, &format!("sentinel{i}"), &config).await?;
+                set_periods(&sentinel).await?;
+                Ok::<_, HarnessError>(sentinel)
+            }
+        }))
+        .await?;
         for sentinel in &sentinels {
             wait_until_settled(sentinel, sentinels.len() - 1, nodes.len() - 1).await?;
         }
@@ -334,6 +451,10 @@ impl Run {
             sentinels,
             switches,
             paths,
+            phases: Phases {
+                setup: setup_started.elapsed(),
+                marks: std::sync::Mutex::new(Vec::new()),
+            },
         };
         // The Sentinels name the master by the address they reach it at.
         let master_label = run.nodes[0].label().to_owned();
@@ -374,6 +495,18 @@ fn docker_node(node: &Node) -> Result<&RedisContainer> {
     node.container().ok_or_else(|| {
         HarnessError::Unsupported(format!("{} is not a Docker container", node.label()))
     })
+}
+
+/// Sets [`PERIODS`] on `sentinel`.
+async fn set_periods(sentinel: &Node) -> Result<()> {
+    let mut conn = lockcore::connect(&sentinel.url(), "harness").await?;
+    let mut debug = redis::cmd("SENTINEL");
+    debug.arg("DEBUG");
+    for (name, period) in PERIODS {
+        debug.arg(*name).arg(period.as_millis() as u64);
+    }
+    debug.query_async::<()>(&mut conn).await?;
+    Ok(())
 }
 
 /// Waits until `sentinel` knows `peers` other Sentinels and `replicas`

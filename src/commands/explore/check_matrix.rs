@@ -31,6 +31,7 @@ use lockcore::StageEntry;
 use super::{Args, args_line, explore_with_bar, print};
 use crate::Failure;
 use crate::matrix::{Expected, expected};
+use crate::render::terminal::{Paint, colour_wanted, paint};
 
 /// The column trials without faults are compared with.
 const CONTENTION: &str = "contention";
@@ -65,13 +66,24 @@ enum Cell {
 }
 
 impl Cell {
-    fn short(&self) -> String {
+    /// The cell in the table: short, so that nine stages fit 120 columns.
+    fn mark(&self) -> String {
         match self {
-            Cell::NotApplicable => "n/a".to_owned(),
-            Cell::Agrees { trials, extra } if extra.is_empty() => format!("agree {trials}t"),
-            Cell::Agrees { trials, .. } => format!("agree+ {trials}t"),
-            Cell::NotYetFound { trials, .. } => format!("not-yet {trials}t"),
-            Cell::Disagrees { .. } => "DISAGREE".to_owned(),
+            Cell::NotApplicable => "-".to_owned(),
+            Cell::Agrees { trials, extra } if extra.is_empty() => format!("ok {trials}"),
+            Cell::Agrees { trials, .. } => format!("ok+ {trials}"),
+            Cell::NotYetFound { trials, .. } => format!("yet? {trials}"),
+            Cell::Disagrees { trials, .. } => format!("NO! {trials}"),
+        }
+    }
+
+    /// Its colour on a terminal.
+    fn look(&self) -> Paint {
+        match self {
+            Cell::NotApplicable => Paint::Quiet,
+            Cell::Agrees { .. } => Paint::Good,
+            Cell::NotYetFound { .. } => Paint::Refused,
+            Cell::Disagrees { .. } => Paint::Alarm,
         }
     }
 }
@@ -295,26 +307,51 @@ fn labels(seen: &[Seen]) -> String {
     seen.iter().map(|s| s.label()).collect::<Vec<_>>().join(" ")
 }
 
+/// The table: a row per fault kind and a column per stage (as `matrix.md`
+/// is laid out: there are more kinds than stages), short marks explained
+/// below it, coloured on a terminal.
 fn print_table(columns: &[(Option<Kind>, &str)], rows: &[(&str, Vec<Cell>)], seed: u64) {
-    print!("\n{:<7}", "stage");
-    for (kind, _) in columns {
-        print!(" {:<13}", kind.map_or("none", |k| k.name()));
+    let colour = colour_wanted();
+    let kind_names: Vec<&str> = columns
+        .iter()
+        .map(|(kind, _)| kind.map_or("none", |k| k.name()))
+        .collect();
+    let name_width = kind_names.iter().map(|n| n.len()).max().unwrap_or(0);
+    let widths: Vec<usize> = rows
+        .iter()
+        .map(|(stage, cells)| {
+            cells
+                .iter()
+                .map(|c| c.mark().len())
+                .chain([stage.len()])
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    print!("\n{:<name_width$}", "");
+    for ((stage, _), width) in rows.iter().zip(&widths) {
+        print!("  {stage:<width$}");
     }
     println!();
-    for (name, cells) in rows {
-        print!("{name:<7}");
-        for cell in cells {
-            print!(" {:<13}", cell.short());
+    for (i, kind) in kind_names.iter().enumerate() {
+        print!("{kind:<name_width$}");
+        for ((_, cells), width) in rows.iter().zip(&widths) {
+            let (text, look) = cells
+                .get(i)
+                .map_or((String::new(), Paint::Quiet), |c| (c.mark(), c.look()));
+            let padded = format!("{text:<width$}");
+            print!("  {}", paint(&padded, look, colour));
         }
         println!();
     }
-    println!("\ncolumns are fault kinds; each tells its matrix column's story at random:");
-    for (kind, column) in columns {
-        println!("  {:<13} -> {column}", kind.map_or("none", |k| k.name()));
+    println!("\nrows are fault kinds; each tells its matrix column's story at random:");
+    for (name, (_, column)) in kind_names.iter().zip(columns) {
+        println!("  {name:<name_width$} -> {column}");
     }
     println!(
-        "agree: what the cell predicts was found (agree+: and more, see the notes); not-yet: a \
-         predicted finding was not found in that many trials; DISAGREE: the explorer broke a \
-         stage where the cell says ok. Seed {seed}."
+        "A number is the trials run. ok: what the cell predicts was found (ok+: and more, see \
+         the notes); yet?: a predicted finding was not found in that many trials; NO!: the \
+         explorer broke a stage where the cell says ok (DISAGREE above); -: not applicable. \
+         Seed {seed}."
     );
 }
