@@ -172,7 +172,7 @@ impl ZkEnsemble {
                 )
             })
             .collect();
-        for i in 0..size {
+        for (i, &client_port) in ports[..size].iter().enumerate() {
             let dir = self.dir.join(format!("zk{}", i + 1));
             std::fs::create_dir_all(&dir).map_err(failed)?;
             std::fs::write(dir.join("myid"), format!("{}\n", i + 1)).map_err(failed)?;
@@ -189,12 +189,12 @@ impl ZkEnsemble {
                  {servers}",
                 tick = TICK.as_millis(),
                 data = dir.display(),
-                port = ports[i],
+                port = client_port,
             );
             std::fs::write(dir.join("zoo.cfg"), config).map_err(failed)?;
             self.members.push(Member {
                 id: i + 1,
-                client_port: ports[i],
+                client_port,
                 dir,
                 child: None,
             });
@@ -209,7 +209,10 @@ impl ZkEnsemble {
                 return Ok(());
             }
             for member in &mut self.members {
-                if let Some(status) = member.child.as_mut().and_then(|c| c.try_wait().ok().flatten())
+                if let Some(status) = member
+                    .child
+                    .as_mut()
+                    .and_then(|c| c.try_wait().ok().flatten())
                 {
                     member.child = None;
                     let log = std::fs::read_to_string(member.log()).unwrap_or_default();
@@ -434,7 +437,8 @@ fn filesystem_of(path: &Path) -> Option<String> {
         .filter_map(|line| {
             let mut fields = line.split_whitespace();
             let (_, point, fs) = (fields.next()?, fields.next()?, fields.next()?);
-            path.starts_with(point).then(|| (point.len(), fs.to_owned()))
+            path.starts_with(point)
+                .then(|| (point.len(), fs.to_owned()))
         })
         .max_by_key(|(len, _)| *len)
         .map(|(_, fs)| fs)

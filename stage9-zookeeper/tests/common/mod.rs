@@ -38,9 +38,7 @@ impl World {
     /// Starts the ensemble and the database, with `stock` items, the
     /// resource checking tokens as `fencing` says.
     pub async fn start(stock: i64, fencing: Fencing) -> World {
-        let ensemble = ZkEnsemble::start(3)
-            .await
-            .unwrap_or_else(|e| panic!("{e}"));
+        let ensemble = ZkEnsemble::start(3).await.unwrap_or_else(|e| panic!("{e}"));
         let backend = Backend::from_env().unwrap_or_else(|e| panic!("{e}"));
         let db = Node::start(&backend, "db", &[])
             .await
