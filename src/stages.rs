@@ -2,7 +2,8 @@
 
 use lockcore::StageEntry;
 
-/// Stage 0 (no lock, the control) to stage 8.
+/// Stage 0 (no lock, the control) to stage 8 on Redis, and stage 9 on a
+/// ZooKeeper ensemble.
 pub const STAGES: &[StageEntry] = &[
     harness::control::STAGE0,
     stage1::STAGE,
@@ -13,6 +14,7 @@ pub const STAGES: &[StageEntry] = &[
     stage6::STAGE,
     stage7::STAGE,
     stage8::STAGE,
+    stage9::STAGE,
 ];
 
 /// Finds a stage by `stageN` or `N`.

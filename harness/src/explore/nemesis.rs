@@ -110,12 +110,13 @@ impl Kind {
     // ANCHOR_END: columns
 
     /// Whether this fault makes sense for `stage`: where its column's
-    /// scenario applies (a partition: wherever there is a lock server).
+    /// scenario applies (a partition: wherever there is a Redis lock server).
     pub fn applies_to(self, stage: &Description) -> bool {
         match self.column() {
             Some(column) => crate::scenario::find(column)
                 .is_some_and(|scenario| (scenario.not_applicable)(stage).is_none()),
-            None => stage.stage != 0,
+            // No proxy stands in front of a ZooKeeper ensemble yet.
+            None => stage.stage != 0 && !crate::scenario::ensemble::on_zookeeper(stage),
         }
     }
 
