@@ -286,6 +286,14 @@ impl ZkEnsemble {
             .join(",")
     }
 
+    /// The members' process ids, of those running.
+    pub fn pids(&self) -> Vec<u32> {
+        self.members
+            .iter()
+            .filter_map(|m| m.child.as_ref().map(Child::id))
+            .collect()
+    }
+
     /// How many members the ensemble has (alive or not).
     pub fn size(&self) -> usize {
         self.members.len()
