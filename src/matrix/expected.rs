@@ -30,7 +30,7 @@
 //!   when the one that did is lost with the master.
 //!
 //! - stage 9 (ZooKeeper) runs every story that does not need a Redis
-//!   topology; the TTL is its session timeout (at least 1 s). A living
+//!   topology; the TTL is its session timeout (at least 2 s). A living
 //!   holder keeps its session, so slow business and a stale write find the
 //!   lock still held (ok); a frozen holder's session expires, client-B gets
 //!   in, and the resource refuses the stale token (OVERLAP, as stage 8).

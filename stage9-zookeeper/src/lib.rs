@@ -193,6 +193,10 @@ impl ZkLock {
         }
         let client = Client::connector()
             .with_session_timeout(self.session_timeout)
+            // A connection is given up only after a whole session timeout
+            // of silence (the client's default, two fifths of it, gives up
+            // on a loaded machine while the session is fine).
+            .with_connection_timeout(self.session_timeout)
             // Dropped without a goodbye, the session is left to expire, as
             // a killed process's is; see the module docs.
             .with_detached()

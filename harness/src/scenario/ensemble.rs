@@ -19,7 +19,7 @@ pub const ZOOKEEPER_STAGES: &[&str] = &["stage9"];
 /// work (the ensemble allows 200 ms) but a loaded machine that stalls a
 /// JVM or a client for a few hundred milliseconds would expire a living
 /// holder's session, which is not the story being told.
-pub const SHORTEST_SESSION: Duration = Duration::from_secs(1);
+pub const SHORTEST_SESSION: Duration = Duration::from_secs(2);
 
 /// Whether `stage` keeps its lock in a ZooKeeper ensemble.
 pub fn on_zookeeper(stage: &Description) -> bool {
