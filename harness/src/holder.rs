@@ -234,6 +234,13 @@ impl HolderProcess {
             ["released", "deleted"] => Ok(Release::Deleted),
             ["released", "nothing"] => Ok(Release::NothingDeleted),
             ["released", "still-held", n] => Ok(Release::StillHeld(n.parse().unwrap_or(0))),
+            ["released", "unconfirmed", deleted, not_ours, unreachable] => {
+                Ok(Release::Unconfirmed {
+                    deleted: deleted.parse().unwrap_or(0),
+                    not_ours: not_ours.parse().unwrap_or(0),
+                    unreachable: unreachable.parse().unwrap_or(0),
+                })
+            }
             ["not-owner"] => Err(LockError::NotOwner),
             _ => {
                 return Err(HarnessError::Holder(format!(
@@ -391,6 +398,11 @@ async fn serve(stage: StageEntry, name: &str) -> Result<()> {
                 Ok(Ok(Release::Deleted)) => "released deleted".to_owned(),
                 Ok(Ok(Release::NothingDeleted)) => "released nothing".to_owned(),
                 Ok(Ok(Release::StillHeld(n))) => format!("released still-held {n}"),
+                Ok(Ok(Release::Unconfirmed {
+                    deleted,
+                    not_ours,
+                    unreachable,
+                })) => format!("released unconfirmed {deleted} {not_ours} {unreachable}"),
                 Ok(Err(_)) => "not-owner".to_owned(),
                 Err(e) => format!("error {e}"),
             },

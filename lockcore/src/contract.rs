@@ -92,6 +92,19 @@ pub enum Release {
     NothingDeleted,
     /// A reentrant lock gave back one hold and is still held this many times.
     StillHeld(u32),
+    /// Stage 7: fewer than a majority of masters confirmed the delete, and
+    /// some could not be reached (no answer in time, or an error). Those may
+    /// still hold the key until it expires, so nobody can say whether the
+    /// lock was still ours: unlike [`Release::NothingDeleted`], this is no
+    /// sign that it had slipped away.
+    Unconfirmed {
+        /// Masters where our key was still there, and is now deleted.
+        deleted: u32,
+        /// Masters that answered that our key was not there.
+        not_ours: u32,
+        /// Masters that could not be reached.
+        unreachable: u32,
+    },
 }
 
 /// The contract: what the harness needs from every stage.

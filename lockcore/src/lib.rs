@@ -20,7 +20,7 @@ mod contract;
 mod error;
 mod fault;
 
-pub use config::LockConfig;
+pub use config::{LockConfig, MAX_EXPIRY, check_expiry, deadline_after};
 pub use connect::{
     Connection, Heard, ReplyLog, SENTINEL_SCHEME, SeenReply, connect, connect_subscriber,
     connect_with_log, resolve, sentinel_url,

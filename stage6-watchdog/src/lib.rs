@@ -25,11 +25,33 @@
 //!   frees the lock for one owner, so waking every waiter would only send
 //!   the others back to sleep after a wasted try.
 //!
-//! One thing Redisson does not do, and this stage does: when a renewal finds
-//! the lock gone (or cannot reach Redis), the watchdog fires the
-//! [`LostSignal`] in [`Acquired::lost`], so the business can stop instead of
-//! carrying on unprotected. Redisson only logs it; node-redlock's
-//! `AbortSignal` and redis-semaphore's `onLockLost` do what we do here.
+//! ## Which Redisson, and where this stage departs from it
+//!
+//! The keys, the scripts' effects, the channel name, the unlock message and
+//! the numbers (30 s watchdog, renewed every 10 s) are those of Redisson 3.x,
+//! checked against its current sources (`RedissonLock`, `RedissonBaseLock`
+//! and its `renewal` package). What a reader sees in `redis-cli` is what a
+//! Redisson user sees, with these differences, each on purpose:
+//!
+//! - **No unlock latch.** Since 3.24.1, Redisson's unlock also writes a
+//!   short-lived `redisson_unlock_latch:{name}:<request-id>` key, so that an
+//!   unlock *retried* after a timeout answers what the first attempt did.
+//!   This stage never retries an unlock, so it has nothing to remember.
+//! - **One watchdog per owner.** Redisson runs one renewal timer per client
+//!   and renews each lock name once per round, for the first of its owning
+//!   threads. Here each owner (task) has its own watchdog: more renewals
+//!   when several tasks hold one lock, but each hold has its own lost
+//!   signal, and the code reads top to bottom.
+//! - **A lost lock is announced.** When a renewal finds the lock gone,
+//!   Redisson stops renewing, silently; when a renewal fails with an error,
+//!   it logs and tries again (recent versions can also call a configured
+//!   failure listener). Here the watchdog stops in both cases and fires the
+//!   [`LostSignal`] in [`Acquired::lost`], so the business can stop instead
+//!   of carrying on unprotected, as node-redlock's `AbortSignal` and
+//!   redis-semaphore's `onLockLost` do.
+//! - **Like Redisson,** an unlock stops the owner's renewal whatever its
+//!   outcome (deleted, not the owner, or an error), except when holds
+//!   remain.
 //!
 //! What it fixes: slow business (the watchdog keeps the lock as long as the
 //! holder lives, `tests/slow_business.rs`), a holder killed with `kill -9`
@@ -70,7 +92,7 @@ use lockcore::{
     Acquired, ClientSetup, ConnectFuture, Connection, Description, DistributedLock, FaultPoints,
     Heard, LockConfig, LockError, LostSignal, Point, Release, StageEntry,
 };
-use redis::Script;
+use redis::{RedisResult, Script};
 use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 use tokio::time::{Instant, sleep, timeout};
@@ -211,6 +233,12 @@ pub struct RLock {
 struct LocalHold {
     lease: Duration,
     watchdog: Option<Watchdog>,
+    /// How many times this owner has taken the lock so far: a release
+    /// compares it before and after to learn whether the owner took the
+    /// lock again while the release was on its way.
+    acquisitions: u64,
+    /// Releases of this owner sent and not yet answered.
+    releasing: u32,
 }
 
 /// A running watchdog task; dropping it stops the task.
@@ -262,11 +290,14 @@ impl RLock {
         wait: Duration,
         lease: Option<Duration>,
     ) -> Result<Option<Acquired>, LockError> {
-        if lease.is_some_and(|lease| lease.as_millis() == 0) {
-            // PEXPIRE 0 would delete the lock the moment it is taken.
-            return Err(LockError::Config("a lease must be at least 1 ms".into()));
+        if let Some(lease) = lease {
+            // PEXPIRE 0 would delete the lock the moment it is taken; one
+            // Redis refuses would come after HINCRBY, which the script does
+            // not undo, and leave a lock that never expires.
+            lockcore::check_expiry("a lease", lease)?;
         }
-        self.acquire_until(Some(Instant::now() + wait), lease).await
+        let deadline = lockcore::deadline_after(wait)?;
+        self.acquire_until(Some(deadline), lease).await
     }
 
     /// Takes the lock for the current task, waiting as long as it takes,
@@ -352,13 +383,22 @@ impl RLock {
             let hold = holds.entry(owner.clone()).or_insert(LocalHold {
                 lease: self.config.watchdog_timeout,
                 watchdog: None,
+                acquisitions: 0,
+                releasing: 0,
             });
+            hold.acquisitions += 1;
             hold.lease = lease.unwrap_or(self.config.watchdog_timeout);
+            // A reentrant hold keeps the running watchdog. A fresh one is
+            // needed when there is none, when it stopped or saw the lock
+            // gone, and when a release of ours is on its way: our script may
+            // have run after that release deleted the hash, and the old
+            // watchdog belongs to the hold it gave back.
             if lease.is_none()
-                && hold
-                    .watchdog
-                    .as_ref()
-                    .is_none_or(|dog| dog.task.is_finished())
+                && (hold.releasing > 0
+                    || hold
+                        .watchdog
+                        .as_ref()
+                        .is_none_or(|dog| dog.task.is_finished() || dog.lost.is_lost()))
             {
                 hold.watchdog = Some(self.start_watchdog(owner.clone()));
             }
@@ -386,6 +426,10 @@ impl RLock {
         }
         let signals = Arc::clone(&self.unlocks.signals);
         let channel = self.channel.clone();
+        // The old connection is dead or absent: forget it first, so that a
+        // failure below leaves nothing that looks like a live subscription,
+        // and the next wait tries again instead of sleeping on a dead ear.
+        *subscriber = None;
         let mut conn = self
             .setup
             .subscriber(self.url(), move |heard| signals.heard(&channel, heard))
@@ -445,27 +489,50 @@ impl RLock {
     }
 
     async fn unlock_owner(&self, owner: &str) -> Result<Release, LockError> {
-        let lease = self
-            .holds()
-            .get(owner)
-            .map_or(self.config.watchdog_timeout, |hold| hold.lease);
-        let left: Option<u32> = RELEASE
+        let (lease, seen) = match self.holds().get_mut(owner) {
+            Some(hold) => {
+                hold.releasing += 1;
+                (hold.lease, Some(hold.acquisitions))
+            }
+            None => (self.config.watchdog_timeout, None),
+        };
+        let left: Result<Option<u32>, _> = RELEASE
             .key(&self.config.key)
             .key(&self.channel)
             .arg(UNLOCK_MESSAGE)
             .arg(millis(lease))
             .arg(owner)
             .invoke_async(&mut self.conn.clone())
-            .await?;
-        match left {
-            Some(0) => {
-                self.holds().remove(owner); // drops the watchdog: it stops
-                Ok(Release::Deleted)
-            }
+            .await;
+        self.after_release(owner, seen, &left);
+        match left? {
+            Some(0) => Ok(Release::Deleted),
             Some(left) => Ok(Release::StillHeld(left)),
-            // Nothing to stop here: a watchdog still running finds the field
-            // gone at its next renewal and fires the lost signal itself.
             None => Err(LockError::NotOwner),
+        }
+    }
+
+    /// The bookkeeping of a release that was answered `left`. Whatever the
+    /// answer, except "still held", this owner's renewal stops, as in
+    /// Redisson: deleted, the lock is gone; not ours, it was gone already;
+    /// an error, nobody can tell, and a lock its owner tried to give back
+    /// must not be kept alive by its watchdog (if the release was lost, the
+    /// lock expires within one watchdog timeout).
+    ///
+    /// Unless the owner took the lock again while the release was on its
+    /// way (`seen` acquisitions then, more now). Had that acquisition run
+    /// before the release on the server, the release would have answered
+    /// "still held"; so it ran after, on a fresh hash, and `took` gave it a
+    /// fresh watchdog, which must go on renewing.
+    fn after_release(&self, owner: &str, seen: Option<u64>, left: &RedisResult<Option<u32>>) {
+        let mut holds = self.holds();
+        let Some(hold) = holds.get_mut(owner) else {
+            return;
+        };
+        hold.releasing = hold.releasing.saturating_sub(1);
+        let still_held = matches!(left, Ok(Some(left)) if *left > 0);
+        if !still_held && seen == Some(hold.acquisitions) {
+            holds.remove(owner); // drops the watchdog: it stops
         }
     }
     // ANCHOR_END: unlock

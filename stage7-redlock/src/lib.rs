@@ -19,13 +19,19 @@
 //! 4. otherwise give back whatever we got, on every master (a master whose
 //!    answer was lost may still have written our key), wait a random while so
 //!    that clients that collided do not collide again in step, and retry;
-//! 5. release with the stage 5 compare-and-delete script, on every master.
+//! 5. release with the stage 5 compare-and-delete script, on every master,
+//!    and say truly what happened: deleted on a majority, "not ours" on a
+//!    majority (the lock had slipped away), or *unconfirmed*: too many
+//!    masters could not be reached to tell, and they may keep the key until
+//!    it expires.
 //!
 //! The masters that answer after the majority still get our `SET` (their
 //! answers are read in the background), so the key lands on as many masters
-//! as before. A late key is ours and harmless: the release reaches that
-//! master on the same connection, after our `SET`, so it deletes it; and if
-//! the holder never releases, it expires with its TTL like the others.
+//! as before. A late key is ours and harmless: every request to a master
+//! waits its turn behind the ones made before it (`Turns`), so the
+//! release reaches that master after our `SET`, even when the vote was
+//! still connecting when the release was made, and deletes it; and if the
+//! holder never releases, it expires with its TTL like the others.
 //!
 //! What it fixes: losing one machine. Any minority of masters may be dead or
 //! unreachable and the lock still works, and still excludes
@@ -40,7 +46,9 @@
 //! froze (a GC pause) and woke up after its validity, still believing it
 //! holds the lock (`tests/gc_pause.rs`). Stage 8 adds what can.
 
+use std::collections::BTreeSet;
 use std::future::Future;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, LazyLock};
 use std::time::Duration;
 
@@ -53,7 +61,7 @@ use lockcore::{
     LockConfig, LockError, Point, Release, StageEntry,
 };
 use redis::{RedisResult, Script};
-use tokio::sync::Mutex;
+use tokio::sync::{Mutex, watch};
 use tokio::time::{Instant, sleep, timeout};
 use uuid::Uuid;
 
@@ -113,7 +121,7 @@ pub fn node_timeout(ttl: Duration) -> Duration {
 /// The part of the TTL set aside because the masters' clocks do not tick at
 /// exactly the same rate: TTL × drift factor, plus 2 ms.
 pub fn drift_allowance(config: &LockConfig) -> Duration {
-    config.ttl.mul_f64(config.drift_factor) + Duration::from_millis(2)
+    config.drift_allowance()
 }
 
 /// How long a lock taken after `elapsed` of asking may be trusted:
@@ -135,7 +143,84 @@ struct Master {
     /// How this client connects (its name, and a test's reply log).
     setup: ClientSetup,
     conn: Mutex<Option<Connection>>,
+    /// The order this client's requests reach this master in.
+    turns: Arc<Turns>,
 }
+
+// ANCHOR: turns
+/// The order one client's requests to one master go out in: the order they
+/// were made. Each request takes a ticket when it is made, waits for its
+/// turn, and hands the turn on once it has its answer, gave up waiting, or
+/// was dropped.
+///
+/// Why: a vote that is still connecting holds no place on the connection
+/// yet. Without turns, a release made after it could reach the master
+/// first, find nothing to delete, and let the vote's `SET` land after it: a
+/// key of ours left to expire, its TTL starting at that late `SET`. With
+/// turns the release waits for the vote (at most one per-master timeout), and
+/// a request given up on is either already on the connection, ahead of the
+/// release, or never sent.
+#[derive(Debug)]
+struct Turns {
+    next: AtomicU64,
+    serving: watch::Sender<Serving>,
+}
+
+/// Whose turn it is, and the tickets already done that are not yet reached
+/// (a request dropped before its turn).
+#[derive(Debug, Default)]
+struct Serving {
+    now: u64,
+    done: BTreeSet<u64>,
+}
+
+/// One request's place in a master's order; dropping it hands the turn on.
+struct Ticket {
+    turns: Arc<Turns>,
+    number: u64,
+}
+
+impl Turns {
+    fn new() -> Arc<Self> {
+        Arc::new(Self {
+            next: AtomicU64::new(0),
+            serving: watch::Sender::new(Serving::default()),
+        })
+    }
+
+    /// A place in line, taken when the request is made.
+    fn ticket(self: &Arc<Self>) -> Ticket {
+        Ticket {
+            turns: Arc::clone(self),
+            number: self.next.fetch_add(1, Ordering::SeqCst),
+        }
+    }
+}
+
+impl Ticket {
+    /// Waits until every request made before this one is done.
+    async fn turn(&self) {
+        let mut serving = self.turns.serving.subscribe();
+        // The sender lives as long as `self.turns`: this cannot fail.
+        let _ = serving.wait_for(|serving| serving.now == self.number).await;
+    }
+}
+
+impl Drop for Ticket {
+    fn drop(&mut self) {
+        self.turns.serving.send_modify(|serving| {
+            serving.done.insert(self.number);
+            while serving.done.remove(&serving.now) {
+                serving.now += 1;
+            }
+        });
+    }
+}
+// ANCHOR_END: turns
+
+/// What one master said to a request: its answer, or that it could not be
+/// reached (refused, reset, silence, an error reply).
+type Heard<T> = Option<T>;
 
 impl Master {
     fn new(url: &str, setup: &ClientSetup) -> Self {
@@ -143,18 +228,29 @@ impl Master {
             url: url.to_owned(),
             setup: setup.clone(),
             conn: Mutex::new(None),
+            turns: Turns::new(),
         }
     }
 
+    /// A place in this master's line, for a request made now.
+    fn ticket(&self) -> Ticket {
+        self.turns.ticket()
+    }
+
     // ANCHOR: ask
-    /// Sends one request, giving the master `within` to answer, connecting
-    /// first if need be. Whatever goes wrong (refused, reset, silence, an
-    /// error reply) is `None`: a master that did not say yes said no.
-    async fn ask<T, F, Fut>(&self, within: Duration, request: F) -> Option<T>
+    /// Sends one request when its `ticket`'s turn comes, giving the master
+    /// `within` to answer, connecting first if need be. Whatever goes wrong
+    /// (refused, reset, silence, an error reply) is `None`: for a vote, a
+    /// master that did not say yes said no; for a release, that master is
+    /// unreachable and may still hold the key.
+    async fn ask<T, F, Fut>(&self, ticket: Ticket, within: Duration, request: F) -> Heard<T>
     where
         F: FnOnce(Connection) -> Fut,
         Fut: Future<Output = RedisResult<T>>,
     {
+        // Not bounded by `within`: every request before ours is bounded by
+        // its own, and a release that gave up here would never be sent.
+        ticket.turn().await;
         let attempt = async {
             let conn = self.connection().await.ok()?;
             match request(conn).await {
@@ -169,7 +265,9 @@ impl Master {
                 }
             }
         };
-        timeout(within, attempt).await.ok().flatten()
+        let heard = timeout(within, attempt).await.ok().flatten();
+        drop(ticket); // the next request's turn
+        heard
     }
     // ANCHOR_END: ask
 
@@ -202,6 +300,43 @@ pub struct Lease {
     pub validity: Duration,
 }
 
+/// What a release found on the masters, by URL.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Unlocked {
+    /// Our key was still there, and is now deleted.
+    pub deleted: Vec<String>,
+    /// The master answered that our key was not there: expired, forgotten
+    /// (a restart), or someone else's.
+    pub not_ours: Vec<String>,
+    /// No answer in time, or an error: the master may still hold our key,
+    /// until its TTL runs out.
+    pub unreachable: Vec<String>,
+    /// Answers not waited for, because a majority had already confirmed;
+    /// those releases still go out.
+    pub not_waited: usize,
+}
+
+impl Unlocked {
+    /// The release as the contract names it: `Deleted` when a majority
+    /// confirmed; `NothingDeleted` when too few could have (the lock had
+    /// slipped away); `Unconfirmed` when the unreachable masters could have
+    /// made the difference.
+    pub fn outcome(&self, quorum: usize) -> Release {
+        let count = |masters: &[String]| u32::try_from(masters.len()).unwrap_or(u32::MAX);
+        if self.deleted.len() >= quorum {
+            Release::Deleted
+        } else if self.deleted.len() + self.unreachable.len() >= quorum {
+            Release::Unconfirmed {
+                deleted: count(&self.deleted),
+                not_ours: count(&self.not_ours),
+                unreachable: count(&self.unreachable),
+            }
+        } else {
+            Release::NothingDeleted
+        }
+    }
+}
+
 /// Redlock over N independent masters.
 pub struct Redlock {
     masters: Vec<Arc<Master>>,
@@ -214,6 +349,12 @@ impl Redlock {
     /// reached now are not an error: they may be back by the first acquire.
     pub async fn connect(setup: ClientSetup) -> Result<Self, LockError> {
         setup.config.validate()?;
+        // A TTL the drift allowance and the masters' answer time eat whole
+        // would make every attempt a refusal: say so now instead. Asking
+        // takes up to one per-master timeout, and never less than a
+        // millisecond (`PX` counts whole ones, and so does a round trip).
+        let asking = node_timeout(setup.config.ttl).max(Duration::from_millis(1));
+        setup.config.validate_drift(asking)?;
         if setup.urls.is_empty() {
             return Err(LockError::Config(
                 "Redlock needs at least one Redis URL".into(),
@@ -273,9 +414,10 @@ impl Redlock {
         let value = value.to_owned();
         let ttl_ms = self.config.ttl_ms();
         let within = node_timeout(self.config.ttl);
+        let ticket = master.ticket(); // our place in line: taken now
         async move {
             let answer = master
-                .ask(within, |mut conn| async move {
+                .ask(ticket, within, |mut conn| async move {
                     redis::cmd("SET")
                         .arg(&key)
                         .arg(&value)
@@ -293,7 +435,7 @@ impl Redlock {
     // ANCHOR: lock
     /// Takes the lock, retrying after a random pause, for at most `wait`.
     pub async fn lock(&self, wait: Duration) -> Result<Option<Lease>, LockError> {
-        let deadline = Instant::now() + wait;
+        let deadline = lockcore::deadline_after(wait)?;
         loop {
             if let Some(lease) = self.try_lock().await? {
                 return Ok(Some(lease));
@@ -308,16 +450,34 @@ impl Redlock {
     // ANCHOR_END: lock
 
     // ANCHOR: unlock
-    /// Gives the lock back on every master. Returns on how many our key was
-    /// still there to delete, counted until a majority confirmed (the
-    /// other masters still get the release; their answers are read in the
-    /// background).
-    pub async fn unlock(&self, lease: &Lease) -> usize {
-        let deletes = self
+    /// Gives the lock back on every master and says what each one did:
+    /// deleted our key, found none of ours, or could not be reached. Once a
+    /// majority confirmed, the other answers are not waited for (those
+    /// releases still go out, read in the background); short of that, every
+    /// answer is awaited, each for at most one per-master timeout, so that
+    /// an unreachable master is named, not mistaken for "not ours".
+    pub async fn unlock(&self, lease: &Lease) -> Unlocked {
+        let mut answers: FuturesUnordered<_> = self
             .masters
             .iter()
-            .map(|master| self.delete_ours(master, &lease.value));
-        count_to_quorum(deletes, self.quorum()).await
+            .map(|master| self.delete_ours(master, &lease.value))
+            .collect();
+        let mut unlocked = Unlocked::default();
+        while let Some((url, heard)) = answers.next().await {
+            match heard {
+                Some(true) => unlocked.deleted.push(url),
+                Some(false) => unlocked.not_ours.push(url),
+                None => unlocked.unreachable.push(url),
+            }
+            if unlocked.deleted.len() >= self.quorum() {
+                break;
+            }
+        }
+        unlocked.not_waited = answers.len();
+        if !answers.is_empty() {
+            tokio::spawn(answers.count());
+        }
+        unlocked
     }
 
     /// After a failed attempt: every master's answer is awaited, so that
@@ -327,18 +487,29 @@ impl Redlock {
             .masters
             .iter()
             .map(|master| self.delete_ours(master, value));
-        join_all(deletes).await.into_iter().filter(|&d| d).count()
+        join_all(deletes)
+            .await
+            .into_iter()
+            .filter(|(_, heard)| *heard == Some(true))
+            .count()
     }
 
-    /// One master's part of a release: was our key there, and deleted?
-    fn delete_ours(&self, master: &Arc<Master>, value: &str) -> impl Future<Output = bool> + use<> {
+    /// One master's part of a release: its URL, and whether our key was
+    /// there and deleted (`Some(true)`), not there (`Some(false)`), or the
+    /// master could not be reached (`None`).
+    fn delete_ours(
+        &self,
+        master: &Arc<Master>,
+        value: &str,
+    ) -> impl Future<Output = (String, Heard<bool>)> + use<> {
         let master = Arc::clone(master);
         let key = self.config.key.clone();
         let value = value.to_owned();
         let within = node_timeout(self.config.ttl);
+        let ticket = master.ticket(); // behind every vote already made
         async move {
             let deleted = master
-                .ask(within, |mut conn| async move {
+                .ask(ticket, within, |mut conn| async move {
                     RELEASE
                         .key(&key)
                         .arg(&value)
@@ -346,7 +517,7 @@ impl Redlock {
                         .await
                 })
                 .await;
-            deleted == Some(1)
+            (master.url.clone(), deleted.map(|deleted| deleted == 1))
         }
     }
     // ANCHOR_END: unlock
@@ -362,7 +533,7 @@ impl Redlock {
         let within = node_timeout(self.config.ttl);
         let started = Instant::now();
         let extended = join_all(self.masters.iter().map(|master| {
-            master.ask(within, |mut conn| async move {
+            master.ask(master.ticket(), within, |mut conn| async move {
                 EXTEND
                     .key(key)
                     .arg(value)
@@ -443,19 +614,16 @@ impl DistributedLock for Redlock {
     }
 
     /// `Deleted` when our key was still on a majority: the lock was ours to
-    /// give back. Fewer means it had already slipped away (expired, or a
-    /// master forgot it) and someone else may hold it now.
+    /// give back. `NothingDeleted` when too few masters had it to make a
+    /// majority: it had already slipped away (expired, or a master forgot
+    /// it) and someone else may hold it now. `Unconfirmed` when masters that
+    /// could not be reached might have made the difference.
     async fn release(&self, held: &Acquired) -> Result<Release, LockError> {
         let lease = Lease {
             value: held.value.clone(),
             validity: held.validity.unwrap_or_default(),
         };
-        let deleted = self.unlock(&lease).await;
-        Ok(if deleted >= self.quorum() {
-            Release::Deleted
-        } else {
-            Release::NothingDeleted
-        })
+        Ok(self.unlock(&lease).await.outcome(self.quorum()))
     }
 }
 
@@ -539,6 +707,30 @@ mod tests {
             count_to_quorum(votes(&[false, true, false, false]).into_iter(), 3).await,
             1
         );
+    }
+
+    #[tokio::test]
+    async fn a_request_waits_for_every_request_made_before_it() {
+        let turns = Turns::new();
+        let vote = turns.ticket();
+        let release = turns.ticket();
+        let later = turns.ticket();
+        // The vote's turn is now; the release's comes only once the vote is
+        // done, however long that takes.
+        vote.turn().await;
+        let mut release_turn = Box::pin(release.turn());
+        assert!(
+            futures_util::poll!(release_turn.as_mut()).is_pending(),
+            "the release went before the vote it was made after"
+        );
+        // A request dropped before its turn (a caller gave up) blocks nobody.
+        drop(later);
+        drop(vote);
+        release_turn.await;
+        drop(release);
+        let next = turns.ticket();
+        let mut next_turn = Box::pin(next.turn());
+        assert!(futures_util::poll!(next_turn.as_mut()).is_ready());
     }
 
     #[test]

@@ -14,9 +14,16 @@
 //! bounces off, however sure it is that it holds the lock.
 //!
 //! Here the token comes from a counter next to the lock key: one Lua script
-//! takes the lock (`SET key value NX PX ttl`) and increments the counter, so
-//! no two grants can share a number and no grant can happen without one.
-//! Release is stage 5's compare-and-delete.
+//! checks that the lock is free, increments the counter, and only then takes
+//! the lock (`SET key value PX ttl`), so no two grants can share a number
+//! and no grant can happen without one. The order matters: a Lua script is
+//! not a transaction, and a command that fails midway stops the script
+//! without undoing what ran before it. Drawing the token first means a
+//! counter that cannot be incremented (it holds something that is not an
+//! integer) stops the script *before* the lock is written: the client gets
+//! an error and no lock (`tests/broken_counter.rs`). The other order would
+//! grant the lock and then fail to number it. Release is stage 5's
+//! compare-and-delete.
 //!
 //! What the resource must do with the token. A purchase reads the stock,
 //! decides, then writes; the decision is taken on the read. So the token
@@ -66,7 +73,7 @@ pub const DESCRIPTION: Description = Description {
     stage: 8,
     name: "stage8",
     title: "fencing tokens: the lock numbers its grants, the resource refuses old numbers",
-    acquire_commands: "EVAL (SET key uuid NX PX ttl; INCR key:fencing) -> token",
+    acquire_commands: "EVAL (EXISTS key; INCR key:fencing; SET key uuid PX ttl) -> token",
     release_commands: "EVAL compare-and-delete",
     reentrant: false,
     nodes: 1,
@@ -75,12 +82,16 @@ pub const DESCRIPTION: Description = Description {
 
 // ANCHOR: scripts
 /// Takes the lock and draws the next token in one step: returns the token,
-/// or nil when someone else holds the lock (and then draws nothing).
+/// or nil when someone else holds the lock (and then draws nothing). The
+/// token is drawn before the lock is written: if the `INCR` fails, the
+/// script stops there and nothing is granted.
 const ACQUIRE: &str = r"
-if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
-  return redis.call('INCR', KEYS[2])
+if redis.call('EXISTS', KEYS[1]) == 1 then
+  return false
 end
-return false
+local token = redis.call('INCR', KEYS[2])
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+return token
 ";
 
 /// Deletes the key only if it still holds our value.
@@ -150,7 +161,7 @@ impl FencedLock {
 
     /// Takes the lock, retrying every `retry_interval`, for at most `wait`.
     pub async fn lock(&self, wait: Duration) -> Result<Option<Fenced>, LockError> {
-        let deadline = Instant::now() + wait;
+        let deadline = lockcore::deadline_after(wait)?;
         loop {
             if let Some(fenced) = self.try_lock().await? {
                 return Ok(Some(fenced));

@@ -272,6 +272,8 @@ impl Workload<'_> {
             Ok(Release::Deleted) => (Phase::Ok, word("deleted", None)),
             Ok(Release::NothingDeleted) => (Phase::Ok, word("nothing", None)),
             Ok(Release::StillHeld(n)) => (Phase::Ok, word("still-held", Some(i64::from(n)))),
+            // Masters out of reach: whether the lock was still ours is unknown.
+            Ok(Release::Unconfirmed { .. }) => (Phase::Info, word("unconfirmed", None)),
             Err(LockError::NotOwner) => (Phase::Fail, word("not-owner", None)),
             Err(other) => (Phase::Info, word(&other.to_string(), None)),
         };

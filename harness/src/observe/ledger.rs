@@ -136,6 +136,14 @@ impl Ledger {
             Release::Deleted => "release deleted the lock key".to_owned(),
             Release::NothingDeleted => "release deleted nothing".to_owned(),
             Release::StillHeld(n) => format!("released one hold; still held {n} time(s)"),
+            Release::Unconfirmed {
+                deleted,
+                not_ours,
+                unreachable,
+            } => format!(
+                "release UNCONFIRMED: {unreachable} master(s) unreachable (they may keep the \
+                 key until it expires); deleted on {deleted}, not ours on {not_ours}"
+            ),
         };
         self.push(client, Entry::Released(outcome), text);
     }
@@ -398,6 +406,34 @@ mod tests {
         ledger.acquired("client-B", &held);
         ledger.release_sent("client-A");
         ledger.released("client-A", Release::NothingDeleted);
+        assert!(ledger.foreign_deletes().is_empty());
+    }
+
+    #[test]
+    fn an_unconfirmed_release_says_which_masters_were_out_of_reach() {
+        let ledger = ledger();
+        ledger.acquired("client-A", &Acquired::with_value("1"));
+        ledger.release_sent("client-A");
+        ledger.released(
+            "client-A",
+            Release::Unconfirmed {
+                deleted: 2,
+                not_ours: 0,
+                unreachable: 3,
+            },
+        );
+        let said = ledger
+            .timeline()
+            .events()
+            .iter()
+            .map(|e| e.text.clone())
+            .find(|text| text.starts_with("release"))
+            .unwrap_or_default();
+        assert!(
+            said.contains("UNCONFIRMED") && said.contains("3 master(s) unreachable"),
+            "{said}"
+        );
+        assert!(!said.contains("deleted nothing"), "{said}");
         assert!(ledger.foreign_deletes().is_empty());
     }
 }
