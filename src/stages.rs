@@ -2,8 +2,9 @@
 
 use lockcore::StageEntry;
 
-/// Stage 0 (no lock, the control) to stage 8, with stage 6's fair variant
-/// (`stage6-fair`) right after stage 6.
+/// Stage 0 (no lock, the control) to stage 8 on Redis, with stage 6's fair
+/// variant (`stage6-fair`) right after stage 6, and stage 9 on a ZooKeeper
+/// ensemble.
 pub const STAGES: &[StageEntry] = &[
     harness::control::STAGE0,
     stage1::STAGE,
@@ -15,6 +16,7 @@ pub const STAGES: &[StageEntry] = &[
     stage6::fair::STAGE,
     stage7::STAGE,
     stage8::STAGE,
+    stage9::STAGE,
 ];
 
 /// Finds a stage by its name (`stage4`, `stage6-fair`) or number (`4`: the

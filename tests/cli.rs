@@ -37,11 +37,11 @@ fn run_stage1_killed_holder_ends_in_deadlock_with_its_timeline() {
 
 #[test]
 fn an_unknown_stage_exits_2_naming_the_choices() {
-    let output = lockstages(&["run", "stage9", "x"]);
+    let output = lockstages(&["run", "stage99", "x"]);
     assert_eq!(output.status.code(), Some(2));
     let error = String::from_utf8_lossy(&output.stderr);
     assert!(
-        error.contains("unknown stage `stage9`") && error.contains("stage1"),
+        error.contains("unknown stage `stage99`") && error.contains("stage1"),
         "{error}"
     );
 }

@@ -8,6 +8,9 @@ pub enum HarnessError {
     /// No way to get a Redis server on this machine.
     #[error("{0}")]
     NoRedis(String),
+    /// No way to start ZooKeeper (stage 9) here: no Java, or no server jar.
+    #[error("{0}")]
+    NoZooKeeper(String),
     /// A server would not start or answer.
     #[error("redis-server did not start: {0}")]
     ServerStart(String),

@@ -37,17 +37,26 @@ pub enum Fencing {
     /// or write, is refused. The matrix uses this one.
     #[default]
     ReadsAndWrites,
+    /// No check at all: tokens are ignored, reads and writes are plain, as
+    /// with a resource that knows nothing of fencing. What a paused holder
+    /// of stage 9 or 10 does to such a resource is the lesson.
+    Unchecked,
 }
 
 impl Fencing {
     /// Every mode, for parsing.
-    pub const ALL: [Fencing; 2] = [Fencing::WriteOnly, Fencing::ReadsAndWrites];
+    pub const ALL: [Fencing; 3] = [
+        Fencing::WriteOnly,
+        Fencing::ReadsAndWrites,
+        Fencing::Unchecked,
+    ];
 
-    /// `write-only` or `reads-and-writes`.
+    /// `write-only`, `reads-and-writes` or `none`.
     pub fn label(self) -> &'static str {
         match self {
             Fencing::WriteOnly => "write-only",
             Fencing::ReadsAndWrites => "reads-and-writes",
+            Fencing::Unchecked => "none",
         }
     }
 
@@ -191,7 +200,7 @@ impl Database {
                 .invoke_async(&mut conn)
                 .await
                 .map_err(LockError::from)?),
-            (None, _) | (Some(_), Fencing::WriteOnly) => {
+            (None, _) | (Some(_), Fencing::WriteOnly | Fencing::Unchecked) => {
                 let stock: Option<i64> = redis::cmd("GET")
                     .arg(&self.keys.stock)
                     .query_async(&mut conn)
@@ -208,6 +217,8 @@ impl Database {
             return Ok(Sale::SoldOut);
         }
         let mut conn = self.conn.clone();
+        // An unchecking resource writes as if no token had been shown.
+        let token = token.filter(|_| self.fencing != Fencing::Unchecked);
         match token {
             None => {
                 redis::pipe()

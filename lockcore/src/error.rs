@@ -16,6 +16,9 @@ pub enum LockError {
     /// `IllegalMonitorStateException` here).
     #[error("this client does not hold the lock, so it may not release it")]
     NotOwner,
+    /// ZooKeeper (stage 9) could not be reached, or answered with an error.
+    #[error("zookeeper: {0}")]
+    ZooKeeper(String),
     /// A setting no lock can honour.
     #[error("invalid configuration: {0}")]
     Config(String),

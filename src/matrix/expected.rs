@@ -36,6 +36,13 @@
 //!   `WAIT 1` closes the failover when no replica acknowledged, and not
 //!   when the one that did is lost with the master.
 //!
+//! - stage 9 (ZooKeeper) runs every story that does not need a Redis
+//!   topology; the TTL is its session timeout (at least 2 s). A living
+//!   holder keeps its session, so slow business and a stale write find the
+//!   lock still held (ok); a frozen holder's session expires, client-B gets
+//!   in, and the resource refuses the stale token (OVERLAP, as stage 8).
+//!   Its leader killed keeps one holder: `stage9/tests/ensemble.rs`.
+//!
 //! One row per stage, one column per scenario, in `harness::SCENARIOS`
 //! order. A cell is `ok`, `n/a`, or the findings that must fire, separated
 //! by spaces.
@@ -66,7 +73,7 @@ pub const COLUMNS: [&str; 19] = [
 ];
 
 #[rustfmt::skip]
-const ROWS: [(&str, [&str; 19]); 10] = [
+const ROWS: [(&str, [&str; 19]); 11] = [
     //          contention          killed-holder crash-before slow-business                      get-del-race      gc-pause            failover            restart-w/o-pers.   clock-jump          reentrant       network-delay stale-write-first                  business-error  sentinel-failover   split-brain         split-brain-min-r.  sentinel-f.-wait    sentinel-f.-wait-other-replica  dead-waiter
     ("stage0", ["OVERSOLD OVERLAP", "ok",         "n/a",       "OVERSOLD OVERLAP",                "n/a",            "OVERSOLD OVERLAP", "n/a",              "n/a",              "n/a",              "n/a",          "n/a",        "OVERSOLD OVERLAP",                "n/a", "n/a"              , "n/a"              , "n/a"              , "n/a"              , "n/a", "n/a"]),
     ("stage1", ["ok",               "DEADLOCK",   "DEADLOCK",  "ok",                              "ok",             "ok",               "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "ok",               "DEADLOCK",     "DEADLOCK",   "ok",                              "DEADLOCK", "OVERSOLD OVERLAP" , "OVERSOLD OVERLAP" , "ok"               , "ok"               , "OVERSOLD OVERLAP", "ok"]),
@@ -78,6 +85,7 @@ const ROWS: [(&str, [&str; 19]); 10] = [
     ("stage6-fair", ["ok",               "ok",         "ok",        "ok",                              "ok",             "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "ok",           "ok",         "ok",                              "DEADLOCK", "OVERSOLD OVERLAP" , "OVERSOLD OVERLAP" , "ok"               , "ok"               , "OVERSOLD OVERLAP", "ok"]),
     ("stage7", ["ok",               "ok",         "ok",        "OVERSOLD OVERLAP",                "ok",             "OVERSOLD OVERLAP", "n/a",              "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "SELF-BLOCKED", "REFUSED",    "OVERSOLD OVERLAP",                "ok", "n/a"              , "n/a"              , "n/a"              , "n/a"              , "n/a", "ok"]),
     ("stage8", ["ok",               "ok",         "ok",        "OVERLAP",                         "ok",             "OVERLAP",          "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "OVERLAP",          "SELF-BLOCKED", "ok",         "OVERLAP",                         "ok", "OVERSOLD OVERLAP" , "OVERSOLD OVERLAP" , "ok"               , "ok"               , "OVERSOLD OVERLAP", "ok"]),
+    ("stage9", ["ok",               "ok",         "ok",        "ok",                              "n/a",            "OVERLAP",          "n/a",              "n/a",              "n/a",              "ok",           "n/a",        "ok",                              "n/a", "n/a"              , "n/a"              , "n/a"              , "n/a"              , "n/a", "n/a"]),
 ];
 
 /// What a cell should show.

@@ -381,7 +381,7 @@ impl Workload<'_> {
         // A fenced read shows the resource the token: it is then "seen".
         let shown = match self.factory.fencing {
             Fencing::ReadsAndWrites => token,
-            Fencing::WriteOnly => None,
+            Fencing::WriteOnly | Fencing::Unchecked => None,
         };
         h.invoke(
             name,

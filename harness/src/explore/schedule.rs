@@ -112,7 +112,8 @@ impl Kind {
         match self.column() {
             Some(column) => crate::scenario::find(column)
                 .is_some_and(|scenario| (scenario.not_applicable)(stage).is_none()),
-            None => stage.stage != 0,
+            // No proxy stands in front of a ZooKeeper ensemble yet.
+            None => stage.stage != 0 && !crate::scenario::ensemble::on_zookeeper(stage),
         }
     }
 

@@ -47,6 +47,10 @@ impl Run {
     /// Puts a proxy in front of every lock node. Clients made from now on
     /// (holder processes too) reach the nodes through them.
     pub async fn put_proxies(&mut self) -> Result<Proxies> {
+        if self.ensemble.is_some() {
+            // ZooKeeper's members are not Redis nodes: no proxy (yet).
+            return Ok(Proxies(Vec::new()));
+        }
         let mut proxies = Vec::with_capacity(self.nodes.len());
         let mut urls = Vec::with_capacity(self.nodes.len());
         for node in &self.nodes {

@@ -10,6 +10,7 @@ mod clock_jump;
 mod contention;
 mod crash_before_expire;
 mod dead_waiter;
+pub mod ensemble;
 mod failover;
 mod gc_pause;
 mod get_del_race;
@@ -100,7 +101,10 @@ pub const SCENARIOS: &[Scenario] = &[
     Scenario {
         name: "get-del-race",
         title: "the holder's release stalls (between GET and DEL where there is one) while the lock expires",
-        not_applicable: get_del_race::not_applicable,
+        not_applicable: |stage| {
+            ensemble::redis_only(stage, "ZooKeeper: the release deletes our own node by its path; no GET to race, no expiry while the session lives")
+                .or_else(|| get_del_race::not_applicable(stage))
+        },
         run: |stage, env| Box::pin(get_del_race::run(stage, env)),
     },
     Scenario {
@@ -112,19 +116,31 @@ pub const SCENARIOS: &[Scenario] = &[
     Scenario {
         name: "failover",
         title: "the master dies before the lock reaches its replica; the replica is promoted",
-        not_applicable: failover::not_applicable,
+        not_applicable: |stage| {
+            ensemble::redis_only(stage, "ZooKeeper: no master and replica; the leader killed is stage 9's own test (tests/ensemble.rs)")
+                .or_else(|| failover::not_applicable(stage))
+        },
         run: |stage, env| Box::pin(failover::run(stage, env)),
     },
     Scenario {
         name: "restart-without-persistence",
         title: "a node that granted the lock restarts empty",
-        not_applicable: restart_without_persistence::not_applicable,
+        not_applicable: |stage| {
+            ensemble::redis_only(stage, "ZooKeeper: a write is in a majority's fsynced log before it is acknowledged; no member restarts empty")
+                .or_else(|| restart_without_persistence::not_applicable(stage))
+        },
         run: |stage, env| Box::pin(restart_without_persistence::run(stage, env)),
     },
     Scenario {
         name: "clock-jump",
         title: "a node's clock jumps forward, so the lock expires early there",
-        not_applicable: clock_jump::not_applicable,
+        not_applicable: |stage| {
+            ensemble::redis_only(
+                stage,
+                "ZooKeeper: no key TTL to cut; sessions are timed on the servers' monotonic clocks",
+            )
+            .or_else(|| clock_jump::not_applicable(stage))
+        },
         run: |stage, env| Box::pin(clock_jump::run(stage, env)),
     },
     Scenario {
@@ -136,7 +152,10 @@ pub const SCENARIOS: &[Scenario] = &[
     Scenario {
         name: "network-delay",
         title: "replies are delayed until the lock's validity is used up",
-        not_applicable: network_delay::not_applicable,
+        not_applicable: |stage| {
+            ensemble::redis_only(stage, "ZooKeeper: the delaying proxy stands in front of Redis nodes; none is built for the ensemble yet")
+                .or_else(|| network_delay::not_applicable(stage))
+        },
         run: |stage, env| Box::pin(network_delay::run(stage, env)),
     },
     Scenario {
@@ -148,13 +167,22 @@ pub const SCENARIOS: &[Scenario] = &[
     Scenario {
         name: "business-error",
         title: "the business fails inside the critical section and the release is skipped",
-        not_applicable: business_error::not_applicable,
+        not_applicable: |stage| {
+            ensemble::redis_only(stage, "ZooKeeper: no observer of the ensemble's nodes yet, so the deadlock of a skipped release (the node lives with the session) cannot be judged")
+                .or_else(|| business_error::not_applicable(stage))
+        },
         run: |stage, env| Box::pin(business_error::run(stage, env)),
     },
     Scenario {
         name: "sentinel-failover",
         title: "the master dies before its replicas have the lock; the Sentinels promote one",
-        not_applicable: sentinel_failover::not_applicable,
+        not_applicable: |stage| {
+            ensemble::redis_only(
+                stage,
+                "ZooKeeper: no Sentinels; the ensemble elects its own leader",
+            )
+            .or_else(|| sentinel_failover::not_applicable(stage))
+        },
         run: |stage, env| {
             Box::pin(sentinel_failover::run(
                 stage,
@@ -166,13 +194,25 @@ pub const SCENARIOS: &[Scenario] = &[
     Scenario {
         name: "split-brain",
         title: "a partition cuts the master off from its replicas and Sentinels, but not from client-A",
-        not_applicable: split_brain::not_applicable,
+        not_applicable: |stage| {
+            ensemble::redis_only(
+                stage,
+                "ZooKeeper: no Sentinels; a member cut off from the majority serves no writes",
+            )
+            .or_else(|| split_brain::not_applicable(stage))
+        },
         run: |stage, env| Box::pin(split_brain::run(stage, env, split_brain::Mitigation::None)),
     },
     Scenario {
         name: "split-brain-min-replicas",
         title: "the same partition, with min-replicas-to-write 1 and min-replicas-max-lag 1 on the master",
-        not_applicable: split_brain::not_applicable,
+        not_applicable: |stage| {
+            ensemble::redis_only(
+                stage,
+                "ZooKeeper: no Sentinels; a member cut off from the majority serves no writes",
+            )
+            .or_else(|| split_brain::not_applicable(stage))
+        },
         run: |stage, env| {
             Box::pin(split_brain::run(
                 stage,
@@ -184,7 +224,13 @@ pub const SCENARIOS: &[Scenario] = &[
     Scenario {
         name: "sentinel-failover-wait",
         title: "the Sentinel failover, with client-A confirming its lock by WAIT 1 (as Redisson does)",
-        not_applicable: sentinel_failover::not_applicable,
+        not_applicable: |stage| {
+            ensemble::redis_only(
+                stage,
+                "ZooKeeper: no Sentinels; the ensemble elects its own leader",
+            )
+            .or_else(|| sentinel_failover::not_applicable(stage))
+        },
         run: |stage, env| {
             Box::pin(sentinel_failover::run(
                 stage,
@@ -196,7 +242,13 @@ pub const SCENARIOS: &[Scenario] = &[
     Scenario {
         name: "sentinel-failover-wait-other-replica",
         title: "WAIT 1 is answered by one replica, which dies with the master; the other is promoted",
-        not_applicable: sentinel_failover::not_applicable,
+        not_applicable: |stage| {
+            ensemble::redis_only(
+                stage,
+                "ZooKeeper: no Sentinels; the ensemble elects its own leader",
+            )
+            .or_else(|| sentinel_failover::not_applicable(stage))
+        },
         run: |stage, env| {
             Box::pin(sentinel_failover::run(
                 stage,

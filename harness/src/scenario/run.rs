@@ -10,6 +10,7 @@ use crate::client::{Client, ClientFactory};
 use crate::error::{HarnessError, Result};
 use crate::holder::HolderProcess;
 use crate::observe::{Evidence, Ledger, NodeWatcher, Timeline, judge};
+use crate::server::zookeeper::ZkEnsemble;
 use crate::server::{Node, external};
 use crate::workload::Database;
 
@@ -37,6 +38,8 @@ pub struct Run {
     watchers: Vec<Option<NodeWatcher>>,
     /// On a reader's own server: deletes the run's keys when the run ends.
     cleanup: Option<KeyCleanup>,
+    /// Stage 9's lock: a ZooKeeper ensemble instead of `nodes`.
+    pub ensemble: Option<ZkEnsemble>,
 }
 
 /// How the timeline names a reader's own server, the lock's and the
@@ -92,6 +95,9 @@ impl Run {
     /// watched into a fresh timeline, with `stock` items for sale.
     pub async fn start(stage: StageEntry, env: ScenarioEnv, stock: i64) -> Result<Self> {
         let env = env.for_new_run();
+        if super::ensemble::on_zookeeper(&stage.description) {
+            return super::ensemble::start_run(stage, env, stock).await;
+        }
         let count = stage.description.nodes;
         if count > 1 && env.backend.external().is_some() {
             return Err(HarnessError::NotApplicable(external::ONE_SERVER));
@@ -197,6 +203,7 @@ impl Run {
             harness_db,
             watchers,
             cleanup,
+            ensemble: None,
         })
     }
 
@@ -236,7 +243,12 @@ impl Run {
     }
 
     /// `PTTL` of the lock key on the first node: -2 gone, -1 no expiry.
+    /// On ZooKeeper there is no key and no PTTL: the node lives until its
+    /// session expires, so the answer is the session timeout, at most.
     pub async fn lock_pttl(&self) -> Result<i64> {
+        if self.ensemble.is_some() {
+            return Ok(i64::try_from(self.factory.config.ttl.as_millis()).unwrap_or(i64::MAX));
+        }
         let mut conn = lockcore::connect(&self.nodes[0].url(), "harness").await?;
         Ok(redis::cmd("PTTL")
             .arg(&self.factory.config.key)

@@ -10,6 +10,7 @@
 pub mod docker;
 pub mod external;
 mod redis_process;
+pub mod zookeeper;
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::Arc;

@@ -74,8 +74,9 @@ pub struct Args {
     /// Do not shrink the first violation's schedule.
     #[arg(long)]
     no_shrink: bool,
-    /// How stage 8's resource checks fencing tokens: `reads-and-writes`
-    /// (the fixed resource, the matrix's) or `write-only` (the lesson).
+    /// How the resource checks the fencing tokens of stages 8 and 9:
+    /// `reads-and-writes` (the fixed resource, the matrix's), `write-only`
+    /// or `none` (the lessons).
     #[arg(long, default_value = "reads-and-writes")]
     fencing: String,
     /// Where the histories go (JSON lines).
@@ -257,7 +258,7 @@ fn args_line(args: &Args, stage: &StageEntry, kinds: &[Kind]) -> String {
             line.push_str(&format!(" --kind {kind}"));
         }
     }
-    if args.fencing != Fencing::default().label() && stage.description.stage == 8 {
+    if args.fencing != Fencing::default().label() && matches!(stage.description.stage, 8 | 9) {
         line.push_str(&format!(" --fencing {}", args.fencing));
     }
     if args.clients != 4 {

@@ -1,0 +1,498 @@
+//! # Stage 9 — ZooKeeper: the ensemble decides who holds, and for how long
+//!
+//! Every Redis stage had the same weak spot underneath its cleverness: one
+//! server's memory said who held the lock, and a failover or a restart
+//! could forget it. The articles end by pointing away from Redis, to
+//! ZooKeeper: a lock kept by an ensemble (three servers here) that agrees
+//! on every write by majority (ZAB, ZooKeeper's atomic broadcast) before it
+//! answers. A write acknowledged by a majority survives the loss of any
+//! minority, leader included, so the lock cannot be forgotten the way
+//! Redis's asynchronous replica forgot it.
+//!
+//! ## The recipe: Curator's `InterProcessMutex`
+//!
+//! Apache Curator is the library Java shops use for ZooKeeper locks. Its
+//! mutex is a queue of nodes:
+//!
+//! 1. Each contender creates an *ephemeral sequential* node under the
+//!    lock's path: `/lockstages/lock:stock/_c_<uuid>-lock-0000000007`.
+//!    *Sequential*: the ensemble appends a number one higher than the last
+//!    child's, so the nodes are a queue in the order the ensemble accepted
+//!    them. *Ephemeral*: the node belongs to the client's session and is
+//!    deleted by the ensemble when the session ends.
+//! 2. It lists the children. The lowest number holds the lock.
+//! 3. Otherwise it watches only its *predecessor*, the node just below its
+//!    own, and sleeps. When that node goes, one client wakes up, not all of
+//!    them: no herd rushing at a freed lock, as stage 1's retry loop had.
+//!    It lists again (the predecessor may have given up, not held), and
+//!    either holds or watches the next one down.
+//! 4. To release, it deletes its node; its successor's watch fires.
+//!
+//! The `_c_<uuid>` part is Curator's "protection": if the connection drops
+//! while the create is on its way, the client cannot know whether the node
+//! was made. It looks among the children for its uuid instead of making a
+//! second node that would wait behind its own first forever.
+//!
+//! ## The session is the TTL
+//!
+//! There is no TTL on the lock. The client keeps a *session* with the
+//! ensemble by pinging it (every third of the session timeout); a session
+//! that goes unheard for the whole timeout expires, and the ensemble
+//! deletes its ephemeral nodes. So a holder that dies, is cut off, or
+//! freezes loses its lock one session timeout later: the articles' "released
+//! when the client disconnects" is really *when the session expires*, and a
+//! TCP disconnect alone does not do it (the client may reconnect to another
+//! member within the timeout and keep its session). `LockConfig::ttl` is
+//! used as the session timeout.
+//!
+//! Unlike stage 6's watchdog, the pings are not the lock's own code: they
+//! run in the client library, beside the business. That does not save a
+//! frozen process. A stop-the-world pause stops the pings too; the session
+//! expires, another client takes the lock, and when the paused holder wakes
+//! it still believes it holds it and writes. ZooKeeper cannot stop that
+//! write; only the resource can (`tests/paused_holder.rs`).
+//!
+//! A crashed client in the tests is a client whose session is abandoned,
+//! not closed: it is connected *detached*, so dropping it stops its pings
+//! without the goodbye (`closeSession`) that would delete its nodes at
+//! once. That is what a killed process looks like to the ensemble.
+//!
+//! ## Reentrancy, as Curator does it
+//!
+//! Curator counts holds per thread, in the client: a thread that holds the
+//! mutex and asks again gets it at once, without a round trip, and the
+//! node is deleted only when the count comes back to zero. Here the count
+//! is per lock instance (one instance is one client, with one session).
+//!
+//! ## The fencing token: the node's `czxid`
+//!
+//! Every change the ensemble accepts gets a *zxid*, a 64-bit transaction id
+//! that the leader hands out in commit order: the high 32 bits are the
+//! leader's epoch (one higher after every election), the low 32 bits count
+//! within the epoch. A node's `czxid` is the zxid of its creation. Holders
+//! hold in queue order, and the queue is in creation order, so each holder's
+//! `czxid` is higher than every earlier holder's: it is a fencing token,
+//! ordered by the ensemble itself, that stage 8's resource can check as it
+//! checked Redis's counter.
+//!
+//! Why not the sequence number in the node's name? It is also ordered, but
+//! it is a counter of the lock's parent node (its child version): if the
+//! parent is deleted and made again (an operator cleaning up, a container
+//! node reaped when empty), the numbers start from zero and tokens repeat,
+//! the very failure stage 8 showed when its counter was lost. The zxid only
+//! grows, over every node and every leader change; nothing resets it short
+//! of wiping the ensemble.
+//!
+//! ## The client
+//!
+//! `zookeeper-client` (crates.io): asynchronous, pure Rust, no C library,
+//! maintained (0.11 when this was written), and it speaks the 3.5+ protocol
+//! that returns the created node's `Stat` (and so its `czxid`) with the
+//! create. The older `zookeeper` crate is synchronous, and the others wrap
+//! the C client.
+//!
+//! ## What it fixes, what it does not
+//!
+//! Fixes: a killed holder's lock comes back after one session timeout; the
+//! leader killed while a client holds keeps exactly one holder
+//! (`tests/ensemble.rs`), where Redis's failover handed the lock out twice.
+//! Does not fix: the paused holder. Without the token check it oversells
+//! exactly as Redis does; with the resource checking the `czxid`, its stale
+//! write is refused. The price: every acquire is a write agreed by a
+//! majority and fsynced to disk, milliseconds where Redis took microseconds.
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use lockcore::{
+    Acquired, ClientSetup, ConnectFuture, Description, DistributedLock, FaultPoints, LockError,
+    LostSignal, Point, Release, StageEntry,
+};
+use tokio::sync::Mutex;
+use tokio::task::JoinHandle;
+use tokio::time::Instant;
+use uuid::Uuid;
+use zookeeper_client::{Acls, Client, CreateMode, Error as ZkError, SessionState};
+
+/// What this stage is, for listings and the harness.
+pub const DESCRIPTION: Description = Description {
+    stage: 9,
+    name: "stage9",
+    title: "ZooKeeper (Curator's recipe): ephemeral sequential nodes, the lowest holds, the session is the TTL, czxid the token",
+    acquire_commands: "create -e -s <lock>/_c_<uuid>-lock-; getChildren; exists+watch the predecessor",
+    release_commands: "delete <our node>",
+    reentrant: true,
+    // The three members of the ensemble (they decide together; not
+    // independent masters as Redlock's are).
+    nodes: 3,
+    fault_points: &[Point::AfterAcquire],
+};
+
+/// Where lock paths live in the ensemble: `/lockstages/<key>`.
+pub const ROOT: &str = "/lockstages";
+/// How a stage 9 URL starts: `zk://host:port`, one per ensemble member.
+pub const SCHEME: &str = "zk://";
+
+/// A granted lock: our node, and the token to show the resource.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Fenced {
+    /// Our node's full path (the value the harness keeps).
+    pub node: String,
+    /// Our node's `czxid`: higher than every earlier holder's.
+    pub token: u64,
+}
+
+/// What we hold, and how many times (Curator's reentrancy count).
+struct Held {
+    fenced: Fenced,
+    count: u32,
+    lost: LostSignal,
+    /// Watches the session and fires `lost` when it expires.
+    watching: JoinHandle<()>,
+}
+
+/// A ZooKeeper mutex on one lock path, for one client (one session).
+pub struct ZkLock {
+    connect_string: String,
+    session_timeout: Duration,
+    path: String,
+    faults: FaultPoints,
+    /// The session; a new one is opened after the old one expired, as
+    /// Curator does.
+    client: Mutex<Option<Client>>,
+    held: Mutex<Option<Held>>,
+}
+
+impl ZkLock {
+    /// A client of the ensemble `setup.urls` names (`zk://host:port`, one
+    /// per member), with `setup.config.ttl` as its session timeout.
+    pub async fn connect(setup: ClientSetup) -> Result<Self, LockError> {
+        setup.config.validate()?;
+        let connect_string = connect_string(&setup.urls)?;
+        let lock = Self {
+            connect_string,
+            session_timeout: setup.config.ttl,
+            path: format!("{ROOT}/{}", setup.config.key),
+            faults: setup.faults,
+            client: Mutex::new(None),
+            held: Mutex::new(None),
+        };
+        lock.session().await?;
+        Ok(lock)
+    }
+
+    /// The live session, or a new one when the last expired.
+    async fn session(&self) -> Result<Client, LockError> {
+        let mut slot = self.client.lock().await;
+        if self.faults.has_crashed() {
+            // A dead client sends nothing more, and opens no session.
+            return Err(LockError::Crashed(Point::AfterAcquire));
+        }
+        if let Some(client) = slot.as_ref().filter(|c| !c.state().is_terminated()) {
+            return Ok(client.clone());
+        }
+        let client = Client::connector()
+            .with_session_timeout(self.session_timeout)
+            // A connection is given up only after a whole session timeout
+            // of silence (the client's default, two fifths of it, gives up
+            // on a loaded machine while the session is fine).
+            .with_connection_timeout(self.session_timeout)
+            // Dropped without a goodbye, the session is left to expire, as
+            // a killed process's is; see the module docs.
+            .with_detached()
+            .connect(&self.connect_string)
+            .await
+            .map_err(zk)?;
+        *slot = Some(client.clone());
+        Ok(client)
+    }
+
+    /// Tries once: takes the lock if no one holds it or waits for it.
+    pub async fn try_lock(&self) -> Result<Option<Fenced>, LockError> {
+        self.lock(Duration::ZERO).await
+    }
+
+    // ANCHOR: lock
+    /// Takes the lock, waiting at most `wait` for the nodes ahead of ours.
+    pub async fn lock(&self, wait: Duration) -> Result<Option<Fenced>, LockError> {
+        let deadline = Instant::now() + wait;
+        let mut held = self.held.lock().await;
+        // Reentrancy: we hold it already; count, and ask nobody.
+        if let Some(ours) = held.as_mut() {
+            ours.count += 1;
+            return Ok(Some(ours.fenced.clone()));
+        }
+        let client = self.session().await?;
+        let ours = self.join_queue(&client).await?;
+        match self.wait_until_first(&client, &ours.node, deadline).await {
+            Ok(true) => {}
+            outcome => {
+                // Gave up, or failed: leave the queue, or our node would
+                // block everyone behind it until our session ends.
+                let _ = client.delete(&ours.node, None).await;
+                return outcome.map(|_| None);
+            }
+        }
+        if let Err(crash) = self.faults.reached(Point::AfterAcquire).await {
+            // Dead here: the session is abandoned, the node stays until
+            // the session expires.
+            self.client.lock().await.take();
+            return Err(crash);
+        }
+        let (fire, lost) = LostSignal::new();
+        let mut states = client.state_watcher();
+        let watching = tokio::spawn(async move {
+            // Curator's default: the lock is lost when the session is
+            // (LOST), not at a mere disconnection (SUSPENDED), which the
+            // session may survive by reconnecting to another member.
+            while !states.changed().await.is_terminated() {}
+            let _ = fire.send(true);
+        });
+        *held = Some(Held {
+            fenced: ours.clone(),
+            count: 1,
+            lost,
+            watching,
+        });
+        Ok(Some(ours))
+    }
+    // ANCHOR_END: lock
+
+    // ANCHOR: join_queue
+    /// Creates our ephemeral sequential node; its `czxid` is our token.
+    async fn join_queue(&self, client: &Client) -> Result<Fenced, LockError> {
+        let id = Uuid::new_v4().simple().to_string();
+        let prefix = format!("{}/_c_{id}-lock-", self.path);
+        let ephemeral = CreateMode::EphemeralSequential.with_acls(Acls::anyone_all());
+        loop {
+            match client.create(&prefix, &[], &ephemeral).await {
+                Ok((stat, sequence)) => {
+                    return Ok(Fenced {
+                        node: format!("{prefix}{sequence}"),
+                        token: token(stat.czxid)?,
+                    });
+                }
+                // The lock's path does not exist yet: make it (persistent).
+                Err(ZkError::NoNode) => {
+                    let persistent = CreateMode::Persistent.with_acls(Acls::anyone_all());
+                    client.mkdir(&self.path, &persistent).await.map_err(zk)?;
+                }
+                // Curator's protection: the create may have landed before
+                // the connection dropped. Our uuid finds it.
+                Err(ZkError::ConnectionLoss) => {
+                    if let Some(node) = self.find_ours(client, &id).await? {
+                        return Ok(node);
+                    }
+                }
+                Err(other) => return Err(zk(other)),
+            }
+        }
+    }
+    // ANCHOR_END: join_queue
+
+    async fn find_ours(&self, client: &Client, id: &str) -> Result<Option<Fenced>, LockError> {
+        let children = client.list_children(&self.path).await.map_err(zk)?;
+        let Some(name) = children.into_iter().find(|c| c.contains(id)) else {
+            return Ok(None);
+        };
+        let node = format!("{}/{name}", self.path);
+        match client.check_stat(&node).await.map_err(zk)? {
+            Some(stat) => Ok(Some(Fenced {
+                node,
+                token: token(stat.czxid)?,
+            })),
+            None => Ok(None),
+        }
+    }
+
+    // ANCHOR: wait_until_first
+    /// Waits until our node is the lowest, watching only the one before it.
+    /// `false` when `deadline` passed first.
+    async fn wait_until_first(
+        &self,
+        client: &Client,
+        node: &str,
+        deadline: Instant,
+    ) -> Result<bool, LockError> {
+        let ours = node.rsplit('/').next().unwrap_or(node);
+        loop {
+            let mut queue = client.list_children(&self.path).await.map_err(zk)?;
+            queue.retain(|child| sequence(child).is_some());
+            queue.sort_by_key(|child| sequence(child));
+            let Some(place) = queue.iter().position(|child| child == ours) else {
+                // Our node is gone: the session expired while we waited.
+                return Err(LockError::ZooKeeper(format!(
+                    "{node} vanished while waiting: the session expired"
+                )));
+            };
+            if place == 0 {
+                return Ok(true);
+            }
+            if Instant::now() >= deadline {
+                return Ok(false);
+            }
+            let predecessor = format!("{}/{}", self.path, queue[place - 1]);
+            let (exists, watch) = client
+                .check_and_watch_stat(&predecessor)
+                .await
+                .map_err(zk)?;
+            if exists.is_none() {
+                continue; // it went between the listing and the watch
+            }
+            // Only our predecessor's deletion wakes us: no herd.
+            if tokio::time::timeout_at(deadline, watch.changed())
+                .await
+                .is_err()
+            {
+                return Ok(false);
+            }
+        }
+    }
+    // ANCHOR_END: wait_until_first
+
+    // ANCHOR: unlock
+    /// Gives back one hold; deletes our node when the last one goes.
+    pub async fn unlock(&self, fenced: &Fenced) -> Result<Release, LockError> {
+        let mut held = self.held.lock().await;
+        let Some(ours) = held.as_mut().filter(|h| h.fenced.node == fenced.node) else {
+            // Curator: IllegalMonitorStateException("You do not own the lock").
+            return Err(LockError::NotOwner);
+        };
+        if ours.count > 1 {
+            ours.count -= 1;
+            return Ok(Release::StillHeld(ours.count));
+        }
+        if let Some(done) = held.take() {
+            done.watching.abort();
+        }
+        let client = self.client.lock().await.clone();
+        let Some(client) = client else {
+            return Ok(Release::NothingDeleted);
+        };
+        match client.delete(&fenced.node, None).await {
+            Ok(()) => Ok(Release::Deleted),
+            // The session expired and took the node with it.
+            Err(ZkError::NoNode | ZkError::SessionExpired) => Ok(Release::NothingDeleted),
+            Err(other) => Err(zk(other)),
+        }
+    }
+    // ANCHOR_END: unlock
+
+    /// Whether our session has ended (expired or closed).
+    pub async fn session_ended(&self) -> bool {
+        self.client
+            .lock()
+            .await
+            .as_ref()
+            .is_none_or(|c| c.state() != SessionState::SyncConnected)
+    }
+}
+
+/// The sequence number at the end of a lock node's name, if it is one.
+fn sequence(child: &str) -> Option<u64> {
+    child.rsplit_once("-lock-")?.1.parse().ok()
+}
+
+/// A `czxid` as a token (zxids are never negative).
+fn token(czxid: i64) -> Result<u64, LockError> {
+    u64::try_from(czxid).map_err(|_| {
+        LockError::ZooKeeper(format!(
+            "the server gave no czxid ({czxid}); stage 9 needs ZooKeeper 3.5 or later"
+        ))
+    })
+}
+
+/// `zk://a:1`, `zk://b:2`… as ZooKeeper's connect string `a:1,b:2`.
+fn connect_string(urls: &[String]) -> Result<String, LockError> {
+    let hosts = urls
+        .iter()
+        .map(|url| {
+            url.strip_prefix(SCHEME).ok_or_else(|| {
+                LockError::Config(format!(
+                    "stage 9 needs ZooKeeper members as {SCHEME}host:port, not `{url}`"
+                ))
+            })
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    if hosts.is_empty() {
+        return Err(LockError::Config("no ZooKeeper member given".into()));
+    }
+    Ok(hosts.join(","))
+}
+
+fn zk(error: ZkError) -> LockError {
+    LockError::ZooKeeper(error.to_string())
+}
+
+// The harness drives every stage through one contract. This adapter is all
+// stage 9 needs for it; the lesson is above.
+#[async_trait]
+impl DistributedLock for ZkLock {
+    fn describe(&self) -> Description {
+        DESCRIPTION
+    }
+
+    async fn try_acquire(&self) -> Result<Option<Acquired>, LockError> {
+        self.acquire(Duration::ZERO).await
+    }
+
+    async fn acquire(&self, wait: Duration) -> Result<Option<Acquired>, LockError> {
+        let Some(fenced) = self.lock(wait).await? else {
+            return Ok(None);
+        };
+        let lost = self.held.lock().await.as_ref().map(|h| h.lost.clone());
+        let mut held = Acquired::with_value(fenced.node);
+        held.fencing_token = Some(fenced.token);
+        held.lost = lost;
+        Ok(Some(held))
+    }
+
+    async fn release(&self, held: &Acquired) -> Result<Release, LockError> {
+        self.unlock(&Fenced {
+            node: held.value.clone(),
+            token: held.fencing_token.unwrap_or(0),
+        })
+        .await
+    }
+}
+
+/// Stage 9 as the harness and the CLI see it.
+pub const STAGE: StageEntry = StageEntry {
+    description: DESCRIPTION,
+    connect,
+};
+
+fn connect(setup: ClientSetup) -> ConnectFuture {
+    Box::pin(async move {
+        let lock: Box<dyn DistributedLock> = Box::new(ZkLock::connect(setup).await?);
+        Ok(lock)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nodes_sort_by_their_sequence_not_their_uuid() {
+        let mut queue = vec![
+            "_c_ffff-lock-0000000012".to_owned(),
+            "_c_0000-lock-0000000003".to_owned(),
+            "stray".to_owned(),
+        ];
+        queue.retain(|c| sequence(c).is_some());
+        queue.sort_by_key(|c| sequence(c));
+        assert_eq!(queue[0], "_c_0000-lock-0000000003");
+        assert_eq!(queue.len(), 2);
+    }
+
+    #[test]
+    fn a_redis_url_is_refused_with_what_stage_9_wants() {
+        let err = connect_string(&["redis://127.0.0.1:6379".to_owned()]).unwrap_err();
+        assert!(err.to_string().contains("zk://"), "{err}");
+        assert_eq!(
+            connect_string(&["zk://a:1".to_owned(), "zk://b:2".to_owned()]).unwrap(),
+            "a:1,b:2"
+        );
+    }
+}

@@ -1,0 +1,140 @@
+//! A world for stage 9's stories: a real three-member ZooKeeper ensemble
+//! for the lock, a Redis "database" node for the stock (never faulted),
+//! the harness's ledger and timeline, and its judge at the end.
+
+#![allow(dead_code)] // each test file uses its own part
+
+use std::time::Duration;
+
+use harness::client::{Client, ClientFactory};
+use harness::holder::{HolderProcess, Launcher};
+use harness::observe::{Evidence, KeyRecord, Ledger, Timeline, judge};
+use harness::scenario::Outcome;
+use harness::server::zookeeper::ZkEnsemble;
+use harness::server::{Backend, Node};
+use harness::workload::{Database, Fencing};
+use lockcore::{ClientSetup, LockConfig};
+
+/// Sessions of two seconds: pings every ~670 ms, so a loaded machine does
+/// not expire a live session by accident, and a story still takes seconds.
+pub const SESSION: Duration = Duration::from_secs(2);
+
+/// How long a rival waits: three session timeouts, so a session that does
+/// expire always frees the lock well within it.
+pub fn patience() -> Duration {
+    SESSION * 3
+}
+
+/// One story in progress.
+pub struct World {
+    pub ensemble: ZkEnsemble,
+    pub db: Node,
+    pub factory: ClientFactory,
+    harness_db: Database,
+    initial_stock: i64,
+}
+
+impl World {
+    /// Starts the ensemble and the database, with `stock` items, the
+    /// resource checking tokens as `fencing` says.
+    pub async fn start(stock: i64, fencing: Fencing) -> World {
+        let ensemble = ZkEnsemble::start(3).await.unwrap_or_else(|e| panic!("{e}"));
+        let backend = Backend::from_env().unwrap_or_else(|e| panic!("{e}"));
+        let db = Node::start(&backend, "db", &[])
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        let config = LockConfig {
+            // A key of its own per story: stories do not share an ensemble,
+            // but the name shows in the node paths of the timeline.
+            ..LockConfig::with_ttl(SESSION)
+        };
+        let harness_db = Database::connect(
+            &ClientSetup::new(vec![], "harness", config.clone()),
+            &db.url(),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+        harness_db.reset(stock).await.unwrap();
+        let timeline = Timeline::new();
+        let factory = ClientFactory {
+            stage: stage9::STAGE,
+            lock_urls: ensemble.urls(),
+            db_url: db.url(),
+            config,
+            ledger: Ledger::new(timeline.clone()),
+            fencing,
+        };
+        let world = World {
+            ensemble,
+            db,
+            factory,
+            harness_db,
+            initial_stock: stock,
+        };
+        world.narrate(format!(
+            "stage9 on a 3-member ZooKeeper ensemble (data: {}), session timeout {}ms, \
+             stock {stock}, resource fencing: {}",
+            world.ensemble.storage(),
+            SESSION.as_millis(),
+            fencing.label()
+        ));
+        world
+    }
+
+    pub fn timeline(&self) -> &Timeline {
+        self.factory.ledger.timeline()
+    }
+
+    pub fn narrate(&self, text: impl Into<String>) {
+        self.timeline().record("harness", text);
+    }
+
+    /// An in-process client.
+    pub async fn client(&self, name: &str) -> Client {
+        self.factory
+            .client(name)
+            .await
+            .unwrap_or_else(|e| panic!("{name}: {e}"))
+    }
+
+    /// A holder in a process of its own (this test binary again) that has
+    /// taken the free lock.
+    pub async fn holder_holding_the_lock(&self, name: &str) -> HolderProcess {
+        let mut holder =
+            HolderProcess::spawn(&Launcher::this_test_binary(), &self.factory, name).unwrap();
+        assert!(
+            holder.acquire(patience()).await.unwrap(),
+            "{name} could not take a free lock"
+        );
+        holder
+    }
+
+    /// The judge's verdict on what the ledger and the database recorded.
+    pub async fn finish(self) -> Outcome {
+        let orders = self.harness_db.orders().await.unwrap();
+        let ledger = &self.factory.ledger;
+        let (verdict, said) = judge(&Evidence {
+            ledger,
+            // ZooKeeper has no MONITOR: the ledger and the stock judge.
+            keys: &KeyRecord::default(),
+            lock_key: &self.factory.config.key,
+            orders,
+            initial_stock: self.initial_stock,
+        })
+        .unwrap();
+        for line in said {
+            self.narrate(line);
+        }
+        self.narrate(format!("verdict: {verdict}"));
+        let mut facts = std::collections::BTreeMap::new();
+        facts.insert("orders", orders);
+        facts.insert("initial_stock", self.initial_stock);
+        let timeline = self.timeline().clone();
+        println!("{}", timeline.render());
+        Outcome {
+            verdict,
+            facts,
+            timeline,
+        }
+    }
+}
