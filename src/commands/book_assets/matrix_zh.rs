@@ -24,7 +24,7 @@ const LEGEND: [(&str, &str); 9] = [
 ];
 
 /// The Chinese of every reason a scenario gives for not applying.
-const REASONS: [(&str, &str); 9] = [
+const REASONS: [(&str, &str); 19] = [
     (
         "no lock command to crash after",
         "没有加锁命令，也就谈不上在它之后崩溃",
@@ -48,6 +48,43 @@ const REASONS: [(&str, &str); 9] = [
     (
         "Redlock uses independent masters, no replicas",
         "Redlock 用的是互相独立的 master，没有 replica",
+    ),
+    ("no lock to wait for", "没有锁可等"),
+    (
+        "ZooKeeper: a dead waiter's node leaves the line with its session; not yet a story here",
+        "ZooKeeper：死去的等待者的节点随会话一起离开队列；这里还没有这个场景",
+    ),
+    (
+        "ZooKeeper: a write is in a majority's fsynced log before it is acknowledged; no member restarts empty",
+        "ZooKeeper：一次写入在确认之前已经落进多数成员刷过盘的日志；没有成员会空着重启",
+    ),
+    (
+        "ZooKeeper: no Sentinels; a member cut off from the majority serves no writes",
+        "ZooKeeper：没有哨兵；与多数派断开的成员不再接受写入",
+    ),
+    (
+        "ZooKeeper: no Sentinels; the ensemble elects its own leader",
+        "ZooKeeper：没有哨兵；集群自己选出 leader",
+    ),
+    (
+        "ZooKeeper: no key TTL to cut; sessions are timed on the servers' monotonic clocks",
+        "ZooKeeper：没有 key 的 TTL 可砍；会话由服务器的单调时钟计时",
+    ),
+    (
+        "ZooKeeper: no master and replica; the leader killed is stage 9's own test (tests/ensemble.rs)",
+        "ZooKeeper：没有 master 和 replica；杀掉 leader 的场景在阶段 9 自己的测试里（tests/ensemble.rs）",
+    ),
+    (
+        "ZooKeeper: no observer of the ensemble's nodes yet, so the deadlock of a skipped release (the node lives with the session) cannot be judged",
+        "ZooKeeper：还没有观察集群节点的观察器，所以跳过解锁造成的死锁（节点随会话存活）无从判定",
+    ),
+    (
+        "ZooKeeper: the delaying proxy stands in front of Redis nodes; none is built for the ensemble yet",
+        "ZooKeeper：制造延迟的代理挡在 Redis 节点前面；还没有为集群做一个",
+    ),
+    (
+        "ZooKeeper: the release deletes our own node by its path; no GET to race, no expiry while the session lives",
+        "ZooKeeper：解锁按路径删除自己的节点；没有可被抢先的 GET，会话存活期间也不会过期",
     ),
 ];
 
