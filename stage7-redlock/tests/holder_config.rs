@@ -15,16 +15,22 @@ async fn a_holder_process_runs_with_the_drift_factor_it_was_given() -> Result<()
     let patience = run.env.timing.patience();
 
     // A drift factor of 0.999 (the factor must stay below 1) reserves more
-    // than the whole TTL for clock drift once the 2 ms margin is added: no
-    // majority is ever valid, so the child can never hold the lock. With
-    // the default factor (0.01) it would take it at once.
+    // than the whole TTL for clock drift once the 2 ms margin is added: the
+    // child's configuration check refuses it, naming the allowance that only
+    // this factor gives. With the default factor (0.01) it would take the
+    // lock at once.
     let mut given = run.factory.clone();
     given.config.drift_factor = 0.999;
     let mut doubtful = HolderProcess::spawn(&run.env.launcher, &given, "client-A")?;
-    assert!(
-        !doubtful.acquire(patience).await?,
-        "a holder given drift factor 0.999 took the lock: it ran with another factor"
-    );
+    match doubtful.acquire(patience).await {
+        Ok(taken) => panic!(
+            "a holder given drift factor 0.999 answered {taken} instead of refusing its configuration: it ran with another factor"
+        ),
+        Err(refused) => assert!(
+            refused.to_string().contains("drift allowance"),
+            "the child refused for another reason: {refused}"
+        ),
+    }
 
     // The same child with the run's own factor takes the same free lock.
     let mut trusting = HolderProcess::spawn(&run.env.launcher, &run.factory, "client-B")?;
