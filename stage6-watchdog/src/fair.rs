@@ -74,10 +74,10 @@ use lockcore::{
     Acquired, ClientSetup, ConnectFuture, Description, DistributedLock, FaultPoints, LockConfig,
     LockError, LostSignal, Point, Release, StageEntry,
 };
-use tokio::task::JoinHandle;
 use tokio::time::{Instant, sleep, timeout};
 use uuid::Uuid;
 
+use crate::Watchdog;
 use scripts::{ENQUEUE, LEAVE, REENTER, REFRESH, RELEASE, RENEW, UNWIND};
 pub use scripts::{ENQUEUE_SCRIPT, REFRESH_SCRIPT, RELEASE_SCRIPT};
 use wake::{Bell, Wakes};
@@ -138,18 +138,6 @@ pub struct FairLock {
 struct Hold {
     count: u32,
     watchdog: Watchdog,
-}
-
-/// A running watchdog task; dropping it stops the task.
-struct Watchdog {
-    task: JoinHandle<()>,
-    lost: LostSignal,
-}
-
-impl Drop for Watchdog {
-    fn drop(&mut self) {
-        self.task.abort();
-    }
 }
 
 impl FairLock {

@@ -243,10 +243,11 @@ struct LocalHold {
     releasing: u32,
 }
 
-/// A running watchdog task; dropping it stops the task.
-struct Watchdog {
-    task: JoinHandle<()>,
-    lost: LostSignal,
+/// A running watchdog task; dropping it stops the task. The fair variant
+/// (`fair.rs`) keeps its holds' watchdogs in the same shape.
+pub(crate) struct Watchdog {
+    pub(crate) task: JoinHandle<()>,
+    pub(crate) lost: LostSignal,
 }
 
 impl Drop for Watchdog {
