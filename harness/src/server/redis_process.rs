@@ -112,8 +112,13 @@ impl RedisProcess {
         self.child = Some(child);
 
         let deadline = Instant::now() + READY_WITHIN;
+        let own_pid = self.pid();
         loop {
-            if ping(self.addr()).await {
+            // Ready means *this* child answers. A PONG alone is not enough:
+            // between `free_port` and the bind, a server of a cell running
+            // alongside may have taken the port, and would answer for ours
+            // while ours dies with "Address already in use".
+            if own_pid.is_some() && answering_pid(self.addr()).await == own_pid {
                 return Ok(());
             }
             if let Some(status) = self
@@ -238,6 +243,29 @@ pub(super) async fn ping(addr: SocketAddr) -> bool {
             .await
             .is_ok_and(|read| read.is_ok())
         && &reply == b"+PONG\r\n"
+}
+
+/// The process id of the server that answers at `addr`, from its
+/// `INFO server` (within half a second), if any answers.
+async fn answering_pid(addr: SocketAddr) -> Option<u32> {
+    let within = Duration::from_millis(500);
+    let client = redis::Client::open(format!("redis://{addr}")).ok()?;
+    let mut connection = tokio::time::timeout(within, client.get_multiplexed_async_connection())
+        .await
+        .ok()?
+        .ok()?;
+    let info: String = tokio::time::timeout(
+        within,
+        redis::cmd("INFO")
+            .arg("server")
+            .query_async(&mut connection),
+    )
+    .await
+    .ok()?
+    .ok()?;
+    info.lines()
+        .find_map(|line| line.strip_prefix("process_id:"))
+        .and_then(|pid| pid.trim().parse().ok())
 }
 
 pub(super) fn tail(text: &str, lines: usize) -> String {
