@@ -46,6 +46,9 @@ const HIDDEN: &[&str] = &[
 const SENTINEL_HELLO: &str = "__sentinel__:hello";
 
 const FLUSH_MARKER: &str = "lockstages-timeline-flush";
+/// How long a server that closed the MONITOR connection may take to take
+/// a new one before the watch ends.
+const REOPEN_WITHIN: Duration = Duration::from_secs(1);
 const FLUSH_WITHIN: Duration = Duration::from_secs(5);
 
 /// Watches one node until dropped.
@@ -97,39 +100,28 @@ impl NodeWatcher {
             None => None,
         };
 
-        let stream = TcpStream::connect(&addr)
-            .await
-            .map_err(|e| HarnessError::Monitor(format!("MONITOR connection to {addr}: {e}")))?;
-        let mut stream = BufReader::new(stream);
-        let mut hello = vec!["HELLO", "3"];
+        let mut hello = vec!["HELLO".to_owned(), "3".to_owned()];
         if let Some(password) = settings.password() {
-            hello.extend(["AUTH", settings.username().unwrap_or("default"), password]);
+            hello.extend([
+                "AUTH".to_owned(),
+                settings.username().unwrap_or("default").to_owned(),
+                password.to_owned(),
+            ]);
         }
         let pattern = format!("{keyspace}{}*", prefix.unwrap_or_default());
         let mut setup = vec![hello];
         if prefix.is_none() {
-            setup.push(vec!["CONFIG", "SET", "notify-keyspace-events", NOTIFY]);
+            setup.push(
+                ["CONFIG", "SET", "notify-keyspace-events", NOTIFY]
+                    .map(str::to_owned)
+                    .into(),
+            );
         }
-        setup.extend([vec!["PSUBSCRIBE", pattern.as_str()], vec!["MONITOR"]]);
-        for command in setup {
-            stream.get_mut().write_all(&encode(&command)).await?;
-            match read_value(&mut stream).await? {
-                Resp::Error(e) => {
-                    // Never print a password.
-                    let name = command.iter().take(2).copied().collect::<Vec<_>>();
-                    return Err(HarnessError::Monitor(format!(
-                        "{} answered {e}",
-                        name.join(" ")
-                    )));
-                }
-                Resp::Eof => {
-                    return Err(HarnessError::Monitor(
-                        "the MONITOR connection closed".into(),
-                    ));
-                }
-                _ => {}
-            }
-        }
+        setup.extend([
+            vec!["PSUBSCRIBE".to_owned(), pattern],
+            vec!["MONITOR".to_owned()],
+        ]);
+        let mut stream = open_monitor(&addr, &setup).await?;
 
         let (seen_tx, seen_markers) = watch::channel(0u64);
         let timeline = timeline.clone();
@@ -169,7 +161,25 @@ impl NodeWatcher {
                         continue;
                     }
                     Ok(Resp::Error(_) | Resp::Other) => continue,
-                    Ok(Resp::Eof) | Err(_) => break,
+                    Ok(Resp::Eof) | Err(_) => {
+                        // A Sentinel that reconfigures a server closes its
+                        // clients' connections (CLIENT KILL TYPE normal),
+                        // this MONITOR among them. While the server lives,
+                        // watch it again at once; a dead one ends the watch.
+                        let again =
+                            tokio::time::timeout(REOPEN_WITHIN, open_monitor(&addr, &setup)).await;
+                        match again {
+                            Ok(Ok(again)) => {
+                                stream = again;
+                                timeline.record(
+                                    "harness",
+                                    format!("[{node}] its MONITOR connection was closed by the server; watching it again"),
+                                );
+                                continue;
+                            }
+                            _ => break,
+                        }
+                    }
                 };
                 let Some(seen) = parse_monitor_line(&line) else {
                     continue;
@@ -330,6 +340,36 @@ enum Resp {
     Other,
     /// The connection closed.
     Eof,
+}
+
+/// Connects to `addr` and sends `setup` (HELLO, notifications, PSUBSCRIBE,
+/// MONITOR), each answered before the next.
+async fn open_monitor(addr: &str, setup: &[Vec<String>]) -> Result<BufReader<TcpStream>> {
+    let stream = TcpStream::connect(addr)
+        .await
+        .map_err(|e| HarnessError::Monitor(format!("MONITOR connection to {addr}: {e}")))?;
+    let mut stream = BufReader::new(stream);
+    for command in setup {
+        let args: Vec<&str> = command.iter().map(String::as_str).collect();
+        stream.get_mut().write_all(&encode(&args)).await?;
+        match read_value(&mut stream).await? {
+            Resp::Error(e) => {
+                // Never print a password.
+                let name = args.iter().take(2).copied().collect::<Vec<_>>();
+                return Err(HarnessError::Monitor(format!(
+                    "{} answered {e}",
+                    name.join(" ")
+                )));
+            }
+            Resp::Eof => {
+                return Err(HarnessError::Monitor(
+                    "the MONITOR connection closed".into(),
+                ));
+            }
+            _ => {}
+        }
+    }
+    Ok(stream)
 }
 
 fn encode(args: &[&str]) -> Vec<u8> {

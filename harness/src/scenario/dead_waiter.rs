@@ -88,7 +88,7 @@ async fn asked(run: &Run, client: &str, within: Duration) -> Result<()> {
                 && event
                     .node
                     .as_deref()
-                    .is_some_and(|node| node != run.db.label())
+                    .is_some_and(|node| node != run.db_label())
         });
         if seen {
             return Ok(());

@@ -22,8 +22,9 @@ pub struct Run {
     pub env: ScenarioEnv,
     /// The lock's nodes: one, or one per Redlock master.
     pub nodes: Vec<Node>,
-    /// The database node, never faulted.
-    pub db: Node,
+    /// The database node, never faulted (taken only when the run is
+    /// dropped).
+    db: Option<Node>,
     /// Makes clients of the stage against these nodes.
     pub factory: ClientFactory,
     /// Numbers the scenario measured.
@@ -102,16 +103,23 @@ impl Run {
         if count > 1 && env.backend.external().is_some() {
             return Err(HarnessError::NotApplicable(external::ONE_SERVER));
         }
-        let mut nodes = Vec::with_capacity(count);
-        for i in 1..=count {
-            let label = if count == 1 {
-                "lock".to_owned()
-            } else {
-                format!("node{i}")
-            };
-            nodes.push(Node::start(&env.backend, &label, &[]).await?);
-        }
-        Self::start_on(stage, env, stock, nodes).await
+        let labels: Vec<String> = if count == 1 {
+            vec!["lock".to_owned()]
+        } else {
+            (1..=count).map(|i| format!("node{i}")).collect()
+        };
+        // Every server of the run starts at once, the database among them:
+        // on Docker each is a container, a few hundred milliseconds apiece
+        // when started one after another.
+        let (nodes, db) = tokio::try_join!(
+            futures_util::future::try_join_all(labels.iter().map(|label| Node::start(
+                &env.backend,
+                label,
+                &[]
+            ))),
+            Node::start(&env.backend, "db", &[]),
+        )?;
+        Self::start_with_db(stage, env, stock, nodes, db).await
     }
 
     /// Like [`Run::start`], on lock nodes the scenario started itself (a
@@ -123,8 +131,20 @@ impl Run {
         stock: i64,
         nodes: Vec<Node>,
     ) -> Result<Self> {
-        let timeline = Timeline::new();
         let db = Node::start(&env.backend, "db", &[]).await?;
+        Self::start_with_db(stage, env, stock, nodes, db).await
+    }
+
+    /// Like [`Run::start_on`], with the database node started too (at the
+    /// same time as the lock nodes, by a caller that starts several).
+    pub(crate) async fn start_with_db(
+        stage: StageEntry,
+        env: ScenarioEnv,
+        stock: i64,
+        nodes: Vec<Node>,
+        db: Node,
+    ) -> Result<Self> {
+        let timeline = Timeline::new();
         let mut config = LockConfig {
             watchdog_timeout: env.timing.ttl,
             ..LockConfig::with_ttl(env.timing.ttl)
@@ -195,7 +215,7 @@ impl Run {
             stage,
             env,
             nodes,
-            db,
+            db: Some(db),
             factory,
             facts: BTreeMap::new(),
             initial_stock: stock,
@@ -321,9 +341,28 @@ impl Run {
         self.narrate(format!("verdict: {verdict}"));
         Ok(Outcome {
             verdict,
-            facts: self.facts,
+            facts: std::mem::take(&mut self.facts),
             timeline: self.factory.ledger.timeline().clone(),
         })
+    }
+
+    /// The database node's label, for timelines.
+    pub fn db_label(&self) -> &str {
+        self.db.as_ref().map_or("db", Node::label)
+    }
+
+    /// Where the database node answers.
+    pub fn db_url(&self) -> String {
+        self.db.as_ref().map(Node::url).unwrap_or_default()
+    }
+}
+
+impl Drop for Run {
+    fn drop(&mut self) {
+        // The run's servers stop together (on Docker, a container's
+        // removal is an engine round trip that holds its thread).
+        let nodes = std::mem::take(&mut self.nodes);
+        crate::server::stop_all(nodes.into_iter().chain(self.db.take()));
     }
 }
 

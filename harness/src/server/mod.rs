@@ -146,6 +146,36 @@ pub struct Node {
     server: Server,
 }
 
+/// Stops `nodes` all at once, each on a thread of its own: a container is
+/// removed on drop by a call to the engine that blocks its thread, and a
+/// run's six containers one after another took about a second.
+pub fn stop_all(nodes: impl IntoIterator<Item = Node>) {
+    use tokio::runtime::{Handle, RuntimeFlavor};
+    let nodes: Vec<Node> = nodes.into_iter().collect();
+    // Each drop blocks its thread until the engine answers; on a runtime
+    // of one thread (a test's) they go one after another, as they would.
+    let runtime = match Handle::try_current() {
+        Ok(runtime) if runtime.runtime_flavor() == RuntimeFlavor::MultiThread => runtime,
+        _ => return,
+    };
+    if nodes.len() < 2 {
+        return;
+    }
+    // Off the runtime's worker while the threads wait, so the runtime
+    // keeps driving the removals' I/O.
+    tokio::task::block_in_place(|| {
+        std::thread::scope(|scope| {
+            for node in nodes {
+                let runtime = runtime.clone();
+                scope.spawn(move || {
+                    let _entered = runtime.enter();
+                    drop(node);
+                });
+            }
+        });
+    });
+}
+
 impl Node {
     /// Starts a node on `backend`, labelled for timelines.
     pub async fn start(backend: &Backend, label: &str, extra_args: &[&str]) -> Result<Self> {

@@ -52,8 +52,10 @@ impl Run {
         let env = env.for_new_run();
         // A master waits 5 s by default before a full sync, hoping for more
         // replicas to serve at once; there is only one.
-        let master =
-            Node::start(&env.backend, "master", &["--repl-diskless-sync-delay", "0"]).await?;
+        let (master, db) = tokio::try_join!(
+            Node::start(&env.backend, "master", &["--repl-diskless-sync-delay", "0"]),
+            Node::start(&env.backend, "db", &[]),
+        )?;
         let link = ReplicationLink::start(&master).await?;
         let (link_host, link_port) = (link.addr.ip().to_string(), link.addr.port().to_string());
         let replica = Node::start(
@@ -63,7 +65,7 @@ impl Run {
         )
         .await?;
         wait_in_sync(&replica).await?;
-        let run = Self::start_on(stage, env, stock, vec![master, replica]).await?;
+        let run = Self::start_with_db(stage, env, stock, vec![master, replica], db).await?;
         run.narrate("the replica is in sync with the master (master_link_status:up)");
         Ok((run, link))
     }

@@ -110,6 +110,15 @@ pub(crate) struct SentinelTopology {
     phases: Phases,
 }
 
+impl Drop for SentinelTopology {
+    fn drop(&mut self) {
+        // The watchers stop reporting first; then the Sentinels stop
+        // together.
+        self.watchers.clear();
+        crate::server::stop_all(std::mem::take(&mut self.sentinels));
+    }
+}
+
 /// The moments a Sentinel story is timed by: the harness's own steps
 /// (marked as they happen) and the Sentinels' events (found in the
 /// timeline when the line is written).
@@ -363,7 +372,7 @@ impl Run {
             .into_iter()
             .chain(master_args.iter().copied())
             .collect();
-        // The three servers start at once (on Docker each is a container,
+        // The four servers (the database among them) start at once (on Docker each is a container,
         // seconds each when started one after another).
         let master = async {
             if by_network {
@@ -372,10 +381,11 @@ impl Run {
                 Node::start(&env.backend, "master", &args).await
             }
         };
-        let (master, replica1, replica2) = tokio::try_join!(
+        let (master, replica1, replica2, db) = tokio::try_join!(
             master,
             Node::start(&env.backend, "replica1", &args),
             Node::start(&env.backend, "replica2", &args),
+            Node::start(&env.backend, "db", &[]),
         )?;
         let mut nodes = vec![master];
         let mut links = Vec::new();
@@ -432,7 +442,7 @@ impl Run {
         for sentinel in &sentinels {
             wait_until_settled(sentinel, sentinels.len() - 1, nodes.len() - 1).await?;
         }
-        let mut run = Self::start_on(stage, env, stock, nodes).await?;
+        let mut run = Self::start_with_db(stage, env, stock, nodes, db).await?;
         let (switch_tx, switches) = watch::channel(None);
         let mut watchers = Vec::new();
         for sentinel in &sentinels {

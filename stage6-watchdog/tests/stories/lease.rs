@@ -43,7 +43,7 @@ pub async fn lease(env: ScenarioEnv) -> Result<Lease> {
             run.factory.config.clone(),
         )
     };
-    let leased_db = Database::connect(&setup, &run.db.url()).await?;
+    let leased_db = Database::connect(&setup, &run.db_url()).await?;
     let leased = RLock::connect(setup).await?;
     let next = run.client("client-B").await?;
 
