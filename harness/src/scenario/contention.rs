@@ -23,6 +23,11 @@ pub const STOCK: i64 = 10;
 const TURN_WAIT: Duration = Duration::from_secs(20);
 /// The articles' retry interval: a waiter sleeps this long between tries.
 const ARTICLES_RETRY: Duration = Duration::from_millis(100);
+/// The lock's TTL here. Nobody dies or stalls in this story, so no lock
+/// should ever expire: a TTL ten times the usual keeps a holder whose
+/// process a busy machine leaves unscheduled for a few hundred milliseconds
+/// (its watchdog's renewal late) from losing its lock to the next client.
+const CONTENTION_TTL: Duration = Duration::from_secs(3);
 
 /// `client-A`, `client-B`, …
 pub fn client_name(i: usize) -> String {
@@ -32,7 +37,8 @@ pub fn client_name(i: usize) -> String {
     )
 }
 
-pub(super) async fn run(stage: StageEntry, env: ScenarioEnv) -> Result<Outcome> {
+pub(super) async fn run(stage: StageEntry, mut env: ScenarioEnv) -> Result<Outcome> {
+    env.timing.ttl = env.timing.ttl.max(CONTENTION_TTL);
     let mut run = Run::start(stage, env, STOCK).await?;
     run.factory.config.retry_interval = ARTICLES_RETRY;
     let mut clients = Vec::with_capacity(CLIENTS);
