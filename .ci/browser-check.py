@@ -10,6 +10,8 @@ what the course promises about them:
   it does not overflow, shows them all);
 - every diagram fits its column (scaled) and has a link that opens it at full
   size, and none is taller than a few screens;
+- with --width 390, the same checks on a phone's screen (the matrix stays
+  whole: every stage's column on screen, none behind a scrollbar);
 - with --book, every chapter of a built mdBook (its html/ folder or the book
   folder itself) is checked; with --search TERM, the book's search box finds
   at least one section for each TERM (a Chinese word as well as a Latin one).
@@ -20,6 +22,7 @@ Each page's screenshot is written into --shots.
 
     browser-check.py --shots target/screenshots [--table RxC] [--diagram] FILE...
     browser-check.py --shots target/screenshots --book book/zh/book/html --search 看门狗
+    browser-check.py --shots target/screenshots/phone --width 390 --table 20x12 book/book/html/matrix.html
 """
 
 import argparse
@@ -247,14 +250,14 @@ def chapters(folder):
     return [str(p) for p in pages]
 
 
-def check(browser, path, shots, table):
+def check(browser, path, shots, table, width=WIDTH):
     target = browser.send('Target.createTarget', {'url': 'about:blank'})['targetId']
     session = browser.send('Target.attachToTarget',
                            {'targetId': target, 'flatten': True})['sessionId']
     s = lambda method, params=None: browser.send(method, params, session)
     s('Page.enable')
     s('Emulation.setDeviceMetricsOverride',
-      {'width': WIDTH, 'height': HEIGHT, 'deviceScaleFactor': 1, 'mobile': False})
+      {'width': width, 'height': HEIGHT, 'deviceScaleFactor': 1, 'mobile': width < 600})
     s('Page.addScriptToEvaluateOnNewDocument', {'source': KEEP_SOURCES})
     s('Page.navigate', {'url': Path(path).resolve().as_uri()})
     browser.wait_event('Page.loadEventFired')
@@ -273,8 +276,8 @@ def check(browser, path, shots, table):
     height = min(int(metrics['height']), 12000)
     shot = s('Page.captureScreenshot', {
         'format': 'png', 'captureBeyondViewport': True,
-        'clip': {'x': 0, 'y': 0, 'width': WIDTH, 'height': height, 'scale': 1}})
-    name = '-'.join(Path(path).resolve().parts[-4:-1] + (Path(path).stem,)) + '.png'
+        'clip': {'x': 0, 'y': 0, 'width': width, 'height': height, 'scale': 1}})
+    name = '-'.join(Path(path).resolve().parts[-4:-1] + (Path(path).stem,)) + f'-{width}.png'
     (shots / name).write_bytes(base64.b64decode(shot['data']))
     if table:
         rows, columns = (int(n) for n in table.split('x'))
@@ -295,6 +298,8 @@ def main():
                         help='check every chapter of the book built in DIR')
     parser.add_argument('--search', action='append', default=[], metavar='TERM',
                         help="each --book's search must find TERM")
+    parser.add_argument('--width', type=int, default=WIDTH,
+                        help='the window\'s width in px (390: a phone)')
     parser.add_argument('pages', nargs='*')
     args = parser.parse_args()
     args.shots.mkdir(parents=True, exist_ok=True)
@@ -313,11 +318,11 @@ def main():
                 print(f'{status:4} {folder}: search for {term!r} found {max(count, 0)} section(s)')
                 failed |= count <= 0
         for page in pages:
-            result, shot = check(browser, page, args.shots, args.table)
+            result, shot = check(browser, page, args.shots, args.table, args.width)
             if args.diagram and not result['diagrams']:
                 result['problems'].append('no diagram on the page')
             status = 'FAIL' if result['problems'] else 'ok'
-            print(f'{status:4} {page}: {len(result["diagrams"])} diagram(s) '
+            print(f'{status:4} {page} at {args.width} px: {len(result["diagrams"])} diagram(s) '
                   f'{[d["clients"] for d in result["diagrams"]]} clients, '
                   f'{result["blocks"]} blocks, table {result["table"]}; screenshot {shot}')
             for problem in result['problems']:

@@ -26,6 +26,10 @@ pub enum Command {
         /// timeline (the title and verdict go to stderr).
         #[arg(long)]
         diagram: bool,
+        /// Print every line the run recorded: nothing folded (a client's
+        /// retries, rounds and commands to several nodes are each a line).
+        #[arg(long, conflicts_with = "diagram")]
+        every_line: bool,
         /// Also write a self-contained page (diagram, timeline, verdict).
         #[arg(long, value_name = "FILE")]
         html: Option<std::path::PathBuf>,

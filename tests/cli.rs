@@ -35,6 +35,30 @@ fn run_stage1_killed_holder_ends_in_deadlock_with_its_timeline() {
     );
 }
 
+/// The holder of stage 1's contention sells ten items in ten rounds: the
+/// timeline folds nine of them, `--every-line` prints each one.
+#[test]
+fn every_line_prints_the_rounds_the_timeline_folds() {
+    let folded = stdout(&lockstages(&["run", "stage1", "contention"]));
+    let every = stdout(&lockstages(&[
+        "run",
+        "stage1",
+        "contention",
+        "--every-line",
+    ]));
+    assert!(
+        folded.contains("lines again, new values aside"),
+        "the holder's rounds fold:\n{folded}"
+    );
+    assert!(
+        !every.contains(" again") && !every.contains("   (x"),
+        "nothing folded:\n{every}"
+    );
+    let sales = |text: &str| text.lines().filter(|l| l.contains("sold one:")).count();
+    assert_eq!(sales(&every), 10, "every sale its own line:\n{every}");
+    assert!(sales(&folded) < 10, "{folded}");
+}
+
 #[test]
 fn an_unknown_stage_exits_2_naming_the_choices() {
     let output = lockstages(&["run", "stage99", "x"]);

@@ -34,7 +34,7 @@ fn piped(args: &[&str]) -> Output {
         .expect("the CLI runs")
 }
 
-/// Question 1 runs stage 1 and stage 3 with a killed holder. The reader
+/// Question 1 runs stage 1 and stage 2 with a killed holder. The reader
 /// first types a stage that is not offered, is asked again, then predicts
 /// that stage 1 deadlocks: the screen sets the real verdicts beside it.
 #[test]
@@ -46,7 +46,7 @@ fn in_a_terminal_it_asks_for_a_prediction_first_and_judges_it_by_the_runs() {
         .expect("asked before any run");
     screen.send_line("9").expect("typed");
     screen
-        .exp_string("`9` is not one of the choices (1 3)")
+        .exp_string("`9` is not one of the choices (1 2)")
         .expect("a stage that is not offered is refused");
     screen.exp_string("Your prediction").expect("asked again");
     screen.send_line("1").expect("typed");
@@ -70,13 +70,13 @@ fn in_a_terminal_it_asks_for_a_prediction_first_and_judges_it_by_the_runs() {
         stage1.contains("\x1b["),
         "colours on a terminal without NO_COLOR: {stage1:?}"
     );
-    let stage3 = verdicts
+    let stage2 = verdicts
         .lines()
-        .find(|l| l.contains("stage3 killed-holder"))
-        .unwrap_or_else(|| panic!("no stage 3 line in:\n{verdicts}"));
+        .find(|l| l.contains("stage2 killed-holder"))
+        .unwrap_or_else(|| panic!("no stage 2 line in:\n{verdicts}"));
     assert!(
-        stage3.contains("ok") && stage3.contains("you were right"),
-        "{stage3}"
+        stage2.contains("ok") && stage2.contains("you were right"),
+        "{stage2}"
     );
     screen
         .exp_string("You predicted: 1")

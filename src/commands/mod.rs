@@ -26,11 +26,13 @@ pub async fn dispatch(command: Command) -> Result<(), Failure> {
             stage,
             scenario,
             diagram,
+            every_line,
             html,
             fencing,
         } => {
             let output = run::Output {
                 diagram,
+                every_line,
                 html: html.as_deref(),
                 fencing: fencing_named(&fencing)?,
             };

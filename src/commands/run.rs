@@ -33,6 +33,8 @@ pub fn launcher(stage: &StageEntry) -> Result<Launcher, Failure> {
 pub struct Output<'a> {
     /// The Mermaid diagram on stdout instead of the timeline.
     pub diagram: bool,
+    /// Every line of the timeline, nothing folded.
+    pub every_line: bool,
     /// A page to write.
     pub html: Option<&'a Path>,
     /// How stage 8's resource checks fencing tokens.
@@ -81,6 +83,8 @@ pub async fn run(
     let outcome = (scenario.run)(stage, env).await?;
     if output.diagram {
         print!("{}", sequence_diagram(&outcome.timeline));
+    } else if output.every_line {
+        print!("{}", outcome.timeline.render_every_line());
     } else {
         print!("{}", outcome.timeline.render());
     }

@@ -80,12 +80,12 @@ pub const QUESTIONS: &[Question] = &[
         watch: Fires(Deadlock),
         runs: &[
             on(1, "killed-holder", "DEADLOCK"),
-            on(3, "killed-holder", "ok"),
+            on(2, "killed-holder", "ok"),
         ],
         marks: &["KILLED", "PTTL of", "DEADLOCK", "expired"],
         tests: &[test("stage1", "killed_holder")],
         look_for: "In stage 1's timeline, the harness kills the holder, then the rival's `SETNX` \
-                   answers 0 until the patience window ends and `PTTL` says -1. Stage 3's key expires \
+                   answers 0 until the patience window ends and `PTTL` says -1. Stage 2's key expires \
                    and the rival sells.",
         sources: &[],
         read_next: STAGE1,
@@ -416,14 +416,16 @@ pub const QUESTIONS: &[Question] = &[
         answer: "A Redis lock is fast (a round trip to memory) but rests on time: TTLs and \
                  asynchronous replication. A ZooKeeper (or etcd) lock rests on consensus and on the \
                  session: an ephemeral node disappears when its client's session dies, and its \
-                 version (zxid, revision) is a fencing token that survives a leader change. A \
+                 version (zxid, revision) is a fencing token that survives a leader change (stage \
+                 9 is Curator's ZooKeeper lock, with the node's `czxid` as its token). A \
                  database lock (`SELECT … FOR UPDATE`, a unique row) is as durable as the database \
                  and costs a transaction, which is fine when the protected data lives there anyway.\n\n\
                  Choose Redis when an occasional double execution is tolerable or the resource \
                  fences with a counter that cannot be lost; choose a consensus system when it is not.",
         java: Some(
-            "Curator's `InterProcessMutex` (ZooKeeper) and Redisson's `RLock` fill the same role; \
-             the course has only the Redis side.",
+            "Curator's `InterProcessMutex` (ZooKeeper) and Redisson's `RLock` fill the same role: \
+             stage 9's `ZkLock` rebuilds the first (ephemeral sequential nodes), stage 6's \
+             `RLock` the second.",
         ),
         predict: "After a failover, which stages oversell, fencing included?",
         watch: Fires(Oversold),
@@ -432,9 +434,10 @@ pub const QUESTIONS: &[Question] = &[
             on(8, "failover", "OVERSOLD OVERLAP"),
         ],
         marks: &["does NOT have", "TWO HOLDERS", "fencing token", "OVERSOLD"],
-        tests: &[test("stage8", "lost_counter")],
+        tests: &[test("stage8", "lost_counter"), test("stage9", "ensemble")],
         look_for: "Stage 8 oversells too: its counter lived on the master that died, so both holders \
-                   carry the same token. A consensus system would not have lost it.",
+                   carry the same token. A consensus system would not have lost it: stage 9's \
+                   `ensemble` test kills the ZooKeeper leader under a holder and keeps one holder.",
         sources: &[KLEPPMANN],
         read_next: CHOOSING,
     },
@@ -632,20 +635,24 @@ pub const QUESTIONS: &[Question] = &[
             "`Config.setLockWatchdogTimeout(30_000)` is `LockConfig::watchdog_timeout`; stage 6's \
              watchdog is a tokio task per hold instead of a timer wheel entry.",
         ),
-        predict: "The holder process is killed with `kill -9`. Which stages keep the lock for ever?",
+        predict: "The holder process is killed with `kill -9`, or lives on having skipped its \
+                  unlock. Which runs keep the lock for ever?",
         watch: Fires(Deadlock),
         runs: &[
             on(6, "killed-holder", "ok"),
             on(1, "killed-holder", "DEADLOCK"),
+            on(6, "business-error", "DEADLOCK"),
         ],
         marks: &["KILLED", "PTTL of", "expired", "DEADLOCK"],
         tests: &[
             test("stage6", "killed_holder"),
             test("stage6", "slow_business"),
+            test("stage6", "business_error"),
         ],
         look_for: "Stage 6: KILLED, then `PTTL` still a TTL and no renewal after it: the key expires \
                    one timeout later and client-B gets the lock. Stage 1's `PTTL` is -1: it never \
-                   lets go.",
+                   lets go. The third run is the trap: a living holder that skipped its unlock, \
+                   renewed until the rival gives up.",
         sources: &[REDISSON_LOCKS],
         read_next: STAGE6,
     },
@@ -683,10 +690,13 @@ pub const QUESTIONS: &[Question] = &[
                  came first.\n\n\
                  A fair lock queues the waiters and wakes only the head (Redisson's `getFairLock`, \
                  a list and a sorted set). A read-write lock (`getReadWriteLock`) lets readers share \
-                 and makes writers exclusive. This course builds neither; stage 6 shows the herd.",
+                 and makes writers exclusive. This course builds the fair lock (`stage6-fair`, in \
+                 the stage 6 chapter, with what a dead waiter costs it) and not the read-write \
+                 one; plain stage 6 shows the herd.",
         java: Some(
-            "`redisson.getFairLock(name)` and `redisson.getReadWriteLock(name).readLock()` have no \
-             counterpart here; stage 6's `RLock` is Redisson's plain, unfair `getLock(name)`.",
+            "`redisson.getFairLock(name)` is `stage6-fair`'s `FairLock`; \
+             `redisson.getReadWriteLock(name).readLock()` has no counterpart here; stage 6's \
+             `RLock` is Redisson's plain, unfair `getLock(name)`.",
         ),
         predict: "Eight clients on one lock: which stages oversell?",
         watch: Fires(Oversold),
@@ -695,7 +705,7 @@ pub const QUESTIONS: &[Question] = &[
             on(0, "contention", "OVERSOLD OVERLAP"),
         ],
         marks: &["start shopping", "acquired the lock", "release deleted"],
-        tests: &[test("stage6", "pubsub_wait")],
+        tests: &[test("stage6", "pubsub_wait"), test("stage6", "fair")],
         look_for: "Who releases and who acquires next: the same client often takes the lock again \
                    right after its own release, ahead of clients that have waited longer. That is an \
                    unfair lock; a fair one would hand it to the longest waiter.",

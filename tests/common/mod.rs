@@ -26,24 +26,40 @@ pub fn pages(src: &Path) -> Vec<PathBuf> {
 pub struct Include {
     pub file: String,
     pub anchor: Option<String>,
+    /// A line range (`file:10`, `file:10:`, `file:10:20`): the first line
+    /// and the last, if it names one.
+    pub lines: Option<(usize, Option<usize>)>,
 }
 
-/// Every include of a page's text, in order. A numeric suffix (`file:10`)
-/// is a line number, not an anchor.
+/// Every include of a page's text, in order. A numeric suffix (`file:10`,
+/// `file:10:`, `file:10:20`) is a line range, not an anchor.
 pub fn includes(text: &str) -> Vec<Include> {
     text.split("{{#include ")
         .skip(1)
         .map(|include| {
             let target = include.split("}}").next().unwrap_or_default().trim();
-            match target.rsplit_once(':') {
-                Some((file, anchor)) if !anchor.chars().all(|c| c.is_ascii_digit()) => Include {
-                    file: file.to_owned(),
-                    anchor: Some(anchor.to_owned()),
-                },
-                _ => Include {
+            let Some((file, rest)) = target.split_once(':') else {
+                return Include {
                     file: target.to_owned(),
                     anchor: None,
-                },
+                    lines: None,
+                };
+            };
+            if rest.chars().all(|c| c.is_ascii_digit() || c == ':') {
+                let mut bounds = rest.split(':').map(|n| n.parse::<usize>().ok());
+                let first = bounds.next().flatten().unwrap_or(1);
+                let last = bounds.next().flatten();
+                Include {
+                    file: file.to_owned(),
+                    anchor: None,
+                    lines: Some((first, last)),
+                }
+            } else {
+                Include {
+                    file: file.to_owned(),
+                    anchor: Some(rest.to_owned()),
+                    lines: None,
+                }
             }
         })
         .collect()
@@ -59,7 +75,12 @@ pub fn broken_includes(src: &Path) -> (usize, Vec<String>) {
     for page in pages(src) {
         let text = std::fs::read_to_string(&page).expect("readable page");
         let name = page.file_name().unwrap_or_default().to_string_lossy();
-        for Include { file, anchor } in includes(&text) {
+        for Include {
+            file,
+            anchor,
+            lines,
+        } in includes(&text)
+        {
             checked += 1;
             match std::fs::read_to_string(src.join(&file)) {
                 Err(_) => broken.push(format!("{name}: {file} does not exist")),
@@ -68,6 +89,17 @@ pub fn broken_includes(src: &Path) -> (usize, Vec<String>) {
                         && !code.contains(&format!("ANCHOR: {anchor}"))
                     {
                         broken.push(format!("{name}: {file} has no anchor `{anchor}`"));
+                    }
+                    let count = code.lines().count();
+                    if let Some((first, last)) = lines
+                        && (first == 0
+                            || first > count
+                            || last.is_some_and(|last| last < first || last > count))
+                    {
+                        broken.push(format!(
+                            "{name}: {file} has {count} lines, not the range {first}:{}",
+                            last.map(|l| l.to_string()).unwrap_or_default()
+                        ));
                     }
                 }
             }

@@ -88,9 +88,10 @@ impl Kind {
         Kind::ALL.into_iter().find(|k| k.name() == name)
     }
 
-    // ANCHOR: columns
-    /// The matrix column whose scripted story this kind of fault tells at
-    /// random; `None` for a fault no column scripts (a partition).
+    // ANCHOR: scenario-of-kind
+    /// The matrix scenario (a row of the matrix) whose scripted story this
+    /// kind of fault tells at random; `None` for a fault no scenario
+    /// scripts (a partition).
     pub fn column(self) -> Option<&'static str> {
         match self {
             Kind::Kill => Some("killed-holder"),
@@ -104,10 +105,10 @@ impl Kind {
             Kind::ClockJump => Some("clock-jump"),
         }
     }
-    // ANCHOR_END: columns
+    // ANCHOR_END: scenario-of-kind
 
-    /// Whether this fault makes sense for `stage`: where its column's
-    /// scenario applies (a partition: wherever there is a lock server).
+    /// Whether this fault makes sense for `stage`: where the scenario it
+    /// tells applies (a partition: wherever there is a lock server).
     pub fn applies_to(self, stage: &Description) -> bool {
         match self.column() {
             Some(column) => crate::scenario::find(column)

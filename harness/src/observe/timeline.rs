@@ -25,7 +25,7 @@ use super::KeyRecord;
 
 mod fold;
 
-use fold::fold;
+use fold::{fold, fold_for_reading};
 
 /// Who did it, where, and what.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -258,12 +258,33 @@ impl Timeline {
         to: Duration,
         keep: impl Fn(&Event) -> bool,
     ) -> String {
-        let mut out = String::new();
         let events = self
             .events()
             .into_iter()
             .filter(|e| (from..=to).contains(&self.offset(e.at)) && keep(e));
-        for run in fold(events) {
+        self.print(fold_for_reading(events))
+    }
+
+    /// The printed timeline with nothing folded: every line the run
+    /// recorded (`run … --every-line`).
+    pub fn render_every_line(&self) -> String {
+        self.print(self.events().into_iter().map(|event| Repeated {
+            last: event.at,
+            count: 1,
+            again: Vec::new(),
+            event,
+        }))
+    }
+
+    /// Whether the printed timeline folds anything: then it says how to
+    /// see every line.
+    pub fn folds_anything(&self) -> bool {
+        fold_for_reading(self.events()).len() < self.events().len()
+    }
+
+    fn print(&self, runs: impl IntoIterator<Item = Repeated>) -> String {
+        let mut out = String::new();
+        for run in runs {
             let event = &run.event;
             let node = event
                 .node

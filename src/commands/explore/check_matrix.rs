@@ -344,7 +344,7 @@ fn print_table(columns: &[(Option<Kind>, &str)], rows: &[(&str, Vec<Cell>)], see
         }
         println!();
     }
-    println!("\nrows are fault kinds; each tells its matrix column's story at random:");
+    println!("\nrows are fault kinds; each tells a matrix scenario's story at random:");
     for (name, (_, column)) in kind_names.iter().zip(columns) {
         println!("  {name:<name_width$} -> {column}");
     }
