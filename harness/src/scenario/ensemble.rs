@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use lockcore::{Description, StageEntry};
 
-use super::{Run, ScenarioEnv};
+use super::{Run, ScenarioEnv, Timing};
 use crate::error::Result;
 use crate::server::ensemble::Ensemble;
 use crate::server::etcd::EtcdCluster;
@@ -119,11 +119,23 @@ fn etcd_reason(reason: &str) -> &'static str {
 /// etcd's reason for a story with no counterpart in [`ETCD_REASONS`].
 pub const ETCD_NEEDS_REDIS: &str = "etcd: the story needs a Redis topology";
 
+/// The times a run of `stage` uses: on a consensus store, the TTL is the
+/// session timeout or the lease's TTL, at least [`SHORTEST_SESSION`].
+pub fn timing_for(stage: &Description, timing: Timing) -> Timing {
+    match store_of(stage) {
+        Some(_) => Timing {
+            ttl: timing.ttl.max(SHORTEST_SESSION),
+            ..timing
+        },
+        None => timing,
+    }
+}
+
 /// Starts a run of a consensus-store stage: its cluster, the database
-/// node, and the session timeout or lease TTL in the TTL's place (at least
-/// [`SHORTEST_SESSION`]).
+/// node, and the session timeout or lease TTL in the TTL's place
+/// ([`timing_for`]).
 pub(super) async fn start_run(stage: StageEntry, mut env: ScenarioEnv, stock: i64) -> Result<Run> {
-    env.timing.ttl = env.timing.ttl.max(SHORTEST_SESSION);
+    env.timing = timing_for(&stage.description, env.timing);
     let (cluster, ttl_is): (Box<dyn Ensemble>, _) = match store_of(&stage.description) {
         Some(Store::Etcd) => (Box::new(EtcdCluster::start(3).await?), "the lease's TTL"),
         _ => (Box::new(ZkEnsemble::start(3).await?), "the session timeout"),

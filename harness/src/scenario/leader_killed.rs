@@ -40,6 +40,8 @@ pub(super) async fn run(stage: StageEntry, mut env: ScenarioEnv) -> Result<Outco
     let held = a.acquire_free(patience).await?;
     let read = a.read_stock(&held).await?;
 
+    // The story is told as it happens, while the cluster is in hand.
+    let timeline = run.timeline().clone();
     let cluster = run
         .ensemble
         .as_mut()
@@ -48,15 +50,19 @@ pub(super) async fn run(stage: StageEntry, mut env: ScenarioEnv) -> Result<Outco
     let killed = cluster.label(leader);
     cluster.kill(leader);
     let at = Instant::now();
+    timeline.record(
+        "harness",
+        format!("{killed}, the leader, KILLED with kill -9"),
+    );
     // An election on a loaded machine may take several timeouts; the
     // story waits for it, however long, rather than judge without it.
     let elected = cluster.leader(patience * 5).await?;
     let elected = cluster.label(elected);
     let election_ms = i64::try_from(at.elapsed().as_millis()).unwrap_or(i64::MAX);
-    run.narrate(format!("{killed}, the leader, KILLED with kill -9"));
-    run.narrate(format!(
-        "{elected} elected leader by the two survivors ({election_ms}ms after the kill)"
-    ));
+    timeline.record(
+        "harness",
+        format!("{elected} elected leader by the two survivors ({election_ms}ms after the kill)"),
+    );
     run.facts.insert("election_ms", election_ms);
 
     let b = run.client("client-B").await?;
