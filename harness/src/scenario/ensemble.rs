@@ -136,14 +136,22 @@ pub fn timing_for(stage: &Description, timing: Timing) -> Timing {
 /// ([`timing_for`]).
 pub(super) async fn start_run(stage: StageEntry, mut env: ScenarioEnv, stock: i64) -> Result<Run> {
     env.timing = timing_for(&stage.description, env.timing);
-    let (cluster, ttl_is): (Box<dyn Ensemble>, _) = match store_of(&stage.description) {
-        Some(Store::Etcd) => (Box::new(EtcdCluster::start(3).await?), "the lease's TTL"),
-        _ => (Box::new(ZkEnsemble::start(3).await?), "the session timeout"),
+    let (cluster, group, ttl_is): (Box<dyn Ensemble>, _, _) = match store_of(&stage.description) {
+        Some(Store::Etcd) => (
+            Box::new(EtcdCluster::start(3).await?),
+            "cluster",
+            "the lease's TTL",
+        ),
+        _ => (
+            Box::new(ZkEnsemble::start(3).await?),
+            "ensemble",
+            "the session timeout",
+        ),
     };
     let mut run = Run::start_on(stage, env, stock, Vec::new()).await?;
     run.factory.lock_urls = cluster.urls();
     run.narrate(format!(
-        "the lock: a 3-member {} cluster ({}), data on {}; the TTL is {ttl_is}",
+        "the lock: a 3-member {} {group} ({}), data on {}; the TTL is {ttl_is}",
         cluster.store(),
         cluster.endpoints(),
         cluster.storage()

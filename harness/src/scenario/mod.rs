@@ -16,6 +16,7 @@ mod gc_pause;
 mod get_del_race;
 mod killed_holder;
 mod leader_killed;
+mod minority_partition;
 mod network_delay;
 mod reentrant;
 mod restart_without_persistence;
@@ -272,6 +273,12 @@ pub const SCENARIOS: &[Scenario] = &[
         title: "the consensus store's leader is killed with kill -9 while client-A holds the lock",
         not_applicable: leader_killed::not_applicable,
         run: |stage, env| Box::pin(leader_killed::run(stage, env)),
+    },
+    Scenario {
+        name: "minority-partition",
+        title: "a partition leaves client-A with the leader alone, a minority; client-B asks the majority",
+        not_applicable: minority_partition::not_applicable,
+        run: |stage, env| Box::pin(minority_partition::run(stage, env)),
     },
 ];
 

@@ -24,7 +24,7 @@ const LEGEND: [(&str, &str); 9] = [
 ];
 
 /// The Chinese of every reason a scenario gives for not applying.
-const REASONS: [(&str, &str); 31] = [
+const REASONS: [(&str, &str); 32] = [
     (
         "no lock command to crash after",
         "没有加锁命令，也就谈不上在它之后崩溃",
@@ -113,6 +113,10 @@ const REASONS: [(&str, &str); 31] = [
     (
         "ZooKeeper: no master and replica; its leader killed is the leader-killed column",
         "ZooKeeper：没有 master 和 replica；杀掉它的 leader 是 leader-killed 这一列",
+    ),
+    (
+        "Redis: a master cut off with its client is the split-brain columns' story",
+        "Redis：master 和它的客户端一起被隔开，是 split-brain 那几列的场景",
     ),
     (
         "Redis elects no leader: a master's death is the failover columns' story",
