@@ -92,7 +92,10 @@
 //!
 //! Fixes: a killed holder's lock comes back one lease TTL later; the leader
 //! killed while a client holds keeps exactly one holder, where Redis's
-//! failover handed the lock out twice. Does not fix: the paused holder.
+//! failover handed the lock out twice; a holder cut off with a minority is
+//! told (its lost signal) before the majority lets anyone else in, where
+//! Redis's split brain had two holders (`tests/partition.rs`). Does not
+//! fix: the paused holder.
 //! Without the token check it oversells exactly as Redis does; with the
 //! resource checking the create revision, its stale write is refused. The
 //! price: every acquire is a write agreed by a majority and fsynced.
