@@ -33,10 +33,10 @@ pub enum Command {
         /// Also write a self-contained page (diagram, timeline, verdict).
         #[arg(long, value_name = "FILE")]
         html: Option<std::path::PathBuf>,
-        /// How the resource checks the fencing tokens of stages 8 and 9:
+        /// How the resource checks the fencing tokens of stages 8 to 10:
         /// `reads-and-writes` (the fix, the default), `write-only` (the
         /// lesson: try it with `stale-write-first`) or `none` (no check:
-        /// try stage 9 with `gc-pause`).
+        /// try stage 9 or 10 with `gc-pause`).
         #[arg(long, default_value = "reads-and-writes", value_name = "MODE")]
         fencing: String,
     },

@@ -3,8 +3,8 @@
 use lockcore::StageEntry;
 
 /// Stage 0 (no lock, the control) to stage 8 on Redis, with stage 6's fair
-/// variant (`stage6-fair`) right after stage 6, and stage 9 on a ZooKeeper
-/// ensemble.
+/// variant (`stage6-fair`) right after stage 6, stage 9 on a ZooKeeper
+/// ensemble and stage 10 on an etcd cluster.
 pub const STAGES: &[StageEntry] = &[
     harness::control::STAGE0,
     stage1::STAGE,
@@ -17,6 +17,7 @@ pub const STAGES: &[StageEntry] = &[
     stage7::STAGE,
     stage8::STAGE,
     stage9::STAGE,
+    stage10::STAGE,
 ];
 
 /// Finds a stage by its name (`stage4`, `stage6-fair`) or number (`4`: the

@@ -11,6 +11,9 @@ pub enum HarnessError {
     /// No way to start ZooKeeper (stage 9) here: no Java, or no server jar.
     #[error("{0}")]
     NoZooKeeper(String),
+    /// No way to start etcd (stage 10) here: no `etcd` binary.
+    #[error("{0}")]
+    NoEtcd(String),
     /// A server would not start or answer.
     #[error("redis-server did not start: {0}")]
     ServerStart(String),

@@ -19,6 +19,9 @@ pub enum LockError {
     /// ZooKeeper (stage 9) could not be reached, or answered with an error.
     #[error("zookeeper: {0}")]
     ZooKeeper(String),
+    /// etcd (stage 10) could not be reached, or answered with an error.
+    #[error("etcd: {0}")]
+    Etcd(String),
     /// A setting no lock can honour.
     #[error("invalid configuration: {0}")]
     Config(String),

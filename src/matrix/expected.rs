@@ -41,7 +41,22 @@
 //!   holder keeps its session, so slow business and a stale write find the
 //!   lock still held (ok); a frozen holder's session expires, client-B gets
 //!   in, and the resource refuses the stale token (OVERLAP, as stage 8).
-//!   Its leader killed keeps one holder: `stage9/tests/ensemble.rs`.
+//!   Its leader killed keeps one holder (the leader-killed column).
+//! - stage 10 (etcd) runs the same stories, with the lease's TTL (at least
+//!   2 s, whole seconds) in the TTL's place, and gives the same cells: the
+//!   lease kept alive stands in for the session, the key's create revision
+//!   for the czxid.
+//! - leader-killed (new): the consensus stores' own failure. Stages 9 and
+//!   10 keep one holder through the election (ok); Redis elects no leader,
+//!   its master's death is the failover columns' story (n/a).
+//! - minority-partition (new): client-A holds through the leader alone, and
+//!   a partition (modelled: the leader frozen) leaves them a minority. The
+//!   majority hands the lock to client-B once A's lease (session) expired.
+//!   Stage 10's client gives its lease up by its own clock first, so its
+//!   careful holder stops before B enters (ok); stage 9's lost signal
+//!   waits for the ensemble's word, which comes after the partition heals:
+//!   A is still inside when B enters, and its write is refused by the
+//!   token (OVERLAP).
 //!
 //! One row per stage, one column per scenario, in `harness::SCENARIOS`
 //! order. A cell is `ok`, `n/a`, or the findings that must fire, separated
@@ -50,7 +65,7 @@
 use harness::observe::{Finding, Verdict};
 
 /// The columns, in order; checked against `harness::SCENARIOS` by a test.
-pub const COLUMNS: [&str; 19] = [
+pub const COLUMNS: [&str; 21] = [
     "contention",
     "killed-holder",
     "crash-before-expire",
@@ -70,22 +85,25 @@ pub const COLUMNS: [&str; 19] = [
     "sentinel-failover-wait",
     "sentinel-failover-wait-other-replica",
     "dead-waiter",
+    "leader-killed",
+    "minority-partition",
 ];
 
 #[rustfmt::skip]
-const ROWS: [(&str, [&str; 19]); 11] = [
-    //          contention          killed-holder crash-before slow-business                      get-del-race      gc-pause            failover            restart-w/o-pers.   clock-jump          reentrant       network-delay stale-write-first                  business-error  sentinel-failover   split-brain         split-brain-min-r.  sentinel-f.-wait    sentinel-f.-wait-other-replica  dead-waiter
-    ("stage0", ["OVERSOLD OVERLAP", "ok",         "n/a",       "OVERSOLD OVERLAP",                "n/a",            "OVERSOLD OVERLAP", "n/a",              "n/a",              "n/a",              "n/a",          "n/a",        "OVERSOLD OVERLAP",                "n/a", "n/a"              , "n/a"              , "n/a"              , "n/a"              , "n/a", "n/a"]),
-    ("stage1", ["ok",               "DEADLOCK",   "DEADLOCK",  "ok",                              "ok",             "ok",               "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "ok",               "DEADLOCK",     "DEADLOCK",   "ok",                              "DEADLOCK", "OVERSOLD OVERLAP" , "OVERSOLD OVERLAP" , "ok"               , "ok"               , "OVERSOLD OVERLAP", "ok"]),
-    ("stage2", ["ok",               "ok",         "DEADLOCK",  "OVERSOLD OVERLAP FOREIGN-DELETE", "FOREIGN-DELETE", "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "SELF-BLOCKED", "DEADLOCK",   "OVERSOLD OVERLAP FOREIGN-DELETE", "ok", "OVERSOLD OVERLAP" , "OVERSOLD OVERLAP" , "ok"               , "ok"               , "OVERSOLD OVERLAP", "ok"]),
-    ("stage3", ["ok",               "ok",         "ok",        "OVERSOLD OVERLAP FOREIGN-DELETE", "FOREIGN-DELETE", "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "SELF-BLOCKED", "ok",         "OVERSOLD OVERLAP FOREIGN-DELETE", "ok", "OVERSOLD OVERLAP" , "OVERSOLD OVERLAP" , "ok"               , "ok"               , "OVERSOLD OVERLAP", "ok"]),
-    ("stage4", ["ok",               "ok",         "ok",        "OVERSOLD OVERLAP",                "FOREIGN-DELETE", "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "SELF-BLOCKED", "ok",         "OVERSOLD OVERLAP",                "ok", "OVERSOLD OVERLAP" , "OVERSOLD OVERLAP" , "ok"               , "ok"               , "OVERSOLD OVERLAP", "ok"]),
-    ("stage5", ["ok",               "ok",         "ok",        "OVERSOLD OVERLAP",                "ok",             "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "SELF-BLOCKED", "ok",         "OVERSOLD OVERLAP",                "ok", "OVERSOLD OVERLAP" , "OVERSOLD OVERLAP" , "ok"               , "ok"               , "OVERSOLD OVERLAP", "ok"]),
-    ("stage6", ["ok",               "ok",         "ok",        "ok",                              "ok",             "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "ok",           "ok",         "ok",                              "DEADLOCK", "OVERSOLD OVERLAP" , "OVERSOLD OVERLAP" , "ok"               , "ok"               , "OVERSOLD OVERLAP", "ok"]),
-    ("stage6-fair", ["ok",               "ok",         "ok",        "ok",                              "ok",             "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "ok",           "ok",         "ok",                              "DEADLOCK", "OVERSOLD OVERLAP" , "OVERSOLD OVERLAP" , "ok"               , "ok"               , "OVERSOLD OVERLAP", "ok"]),
-    ("stage7", ["ok",               "ok",         "ok",        "OVERSOLD OVERLAP",                "ok",             "OVERSOLD OVERLAP", "n/a",              "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "SELF-BLOCKED", "REFUSED",    "OVERSOLD OVERLAP",                "ok", "n/a"              , "n/a"              , "n/a"              , "n/a"              , "n/a", "ok"]),
-    ("stage8", ["ok",               "ok",         "ok",        "OVERLAP",                         "ok",             "OVERLAP",          "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "OVERLAP",          "SELF-BLOCKED", "ok",         "OVERLAP",                         "ok", "OVERSOLD OVERLAP" , "OVERSOLD OVERLAP" , "ok"               , "ok"               , "OVERSOLD OVERLAP", "ok"]),
-    ("stage9", ["ok",               "ok",         "ok",        "ok",                              "n/a",            "OVERLAP",          "n/a",              "n/a",              "n/a",              "ok",           "n/a",        "ok",                              "n/a", "n/a"              , "n/a"              , "n/a"              , "n/a"              , "n/a", "n/a"]),
+const ROWS: [(&str, [&str; 21]); 12] = [
+    //          contention          killed-holder crash-before slow-business                      get-del-race      gc-pause            failover            restart-w/o-pers.   clock-jump          reentrant       network-delay stale-write-first                  business-error  sentinel-failover   split-brain         split-brain-min-r.  sentinel-f.-wait    sentinel-f.-wait-other-replica  dead-waiter  leader-killed  minority-partition
+    ("stage0", ["OVERSOLD OVERLAP", "ok",         "n/a",       "OVERSOLD OVERLAP",                "n/a",            "OVERSOLD OVERLAP", "n/a",              "n/a",              "n/a",              "n/a",          "n/a",        "OVERSOLD OVERLAP",                "n/a", "n/a"              , "n/a"              , "n/a"              , "n/a"              , "n/a", "n/a", "n/a", "n/a"]),
+    ("stage1", ["ok",               "DEADLOCK",   "DEADLOCK",  "ok",                              "ok",             "ok",               "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "ok",               "DEADLOCK",     "DEADLOCK",   "ok",                              "DEADLOCK", "OVERSOLD OVERLAP" , "OVERSOLD OVERLAP" , "ok"               , "ok"               , "OVERSOLD OVERLAP", "ok", "n/a", "n/a"]),
+    ("stage2", ["ok",               "ok",         "DEADLOCK",  "OVERSOLD OVERLAP FOREIGN-DELETE", "FOREIGN-DELETE", "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "SELF-BLOCKED", "DEADLOCK",   "OVERSOLD OVERLAP FOREIGN-DELETE", "ok", "OVERSOLD OVERLAP" , "OVERSOLD OVERLAP" , "ok"               , "ok"               , "OVERSOLD OVERLAP", "ok", "n/a", "n/a"]),
+    ("stage3", ["ok",               "ok",         "ok",        "OVERSOLD OVERLAP FOREIGN-DELETE", "FOREIGN-DELETE", "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "SELF-BLOCKED", "ok",         "OVERSOLD OVERLAP FOREIGN-DELETE", "ok", "OVERSOLD OVERLAP" , "OVERSOLD OVERLAP" , "ok"               , "ok"               , "OVERSOLD OVERLAP", "ok", "n/a", "n/a"]),
+    ("stage4", ["ok",               "ok",         "ok",        "OVERSOLD OVERLAP",                "FOREIGN-DELETE", "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "SELF-BLOCKED", "ok",         "OVERSOLD OVERLAP",                "ok", "OVERSOLD OVERLAP" , "OVERSOLD OVERLAP" , "ok"               , "ok"               , "OVERSOLD OVERLAP", "ok", "n/a", "n/a"]),
+    ("stage5", ["ok",               "ok",         "ok",        "OVERSOLD OVERLAP",                "ok",             "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "SELF-BLOCKED", "ok",         "OVERSOLD OVERLAP",                "ok", "OVERSOLD OVERLAP" , "OVERSOLD OVERLAP" , "ok"               , "ok"               , "OVERSOLD OVERLAP", "ok", "n/a", "n/a"]),
+    ("stage6", ["ok",               "ok",         "ok",        "ok",                              "ok",             "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "ok",           "ok",         "ok",                              "DEADLOCK", "OVERSOLD OVERLAP" , "OVERSOLD OVERLAP" , "ok"               , "ok"               , "OVERSOLD OVERLAP", "ok", "n/a", "n/a"]),
+    ("stage6-fair", ["ok",               "ok",         "ok",        "ok",                              "ok",             "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "ok",           "ok",         "ok",                              "DEADLOCK", "OVERSOLD OVERLAP" , "OVERSOLD OVERLAP" , "ok"               , "ok"               , "OVERSOLD OVERLAP", "ok", "n/a", "n/a"]),
+    ("stage7", ["ok",               "ok",         "ok",        "OVERSOLD OVERLAP",                "ok",             "OVERSOLD OVERLAP", "n/a",              "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "SELF-BLOCKED", "REFUSED",    "OVERSOLD OVERLAP",                "ok", "n/a"              , "n/a"              , "n/a"              , "n/a"              , "n/a", "ok", "n/a", "n/a"]),
+    ("stage8", ["ok",               "ok",         "ok",        "OVERLAP",                         "ok",             "OVERLAP",          "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "OVERLAP",          "SELF-BLOCKED", "ok",         "OVERLAP",                         "ok", "OVERSOLD OVERLAP" , "OVERSOLD OVERLAP" , "ok"               , "ok"               , "OVERSOLD OVERLAP", "ok", "n/a", "n/a"]),
+    ("stage9", ["ok",               "ok",         "ok",        "ok",                              "n/a",            "OVERLAP",          "n/a",              "n/a",              "n/a",              "ok",           "n/a",        "ok",                              "n/a", "n/a"              , "n/a"              , "n/a"              , "n/a"              , "n/a", "n/a", "ok", "OVERLAP"]),
+    ("stage10",["ok",               "ok",         "ok",        "ok",                              "n/a",            "OVERLAP",          "n/a",              "n/a",              "n/a",              "ok",           "n/a",        "ok",                              "n/a", "n/a"              , "n/a"              , "n/a"              , "n/a"              , "n/a", "n/a", "ok", "ok"]),
 ];
 
 /// What a cell should show.

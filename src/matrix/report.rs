@@ -53,24 +53,31 @@ impl<'a> Report<'a> {
         let rows = self.rows();
         let scenarios = self.columns();
         let name_width = scenarios.iter().map(|s| s.len()).max().unwrap_or(0);
-        let widths: Vec<usize> = rows
-            .iter()
-            .map(|(stage, cells)| {
-                cells
-                    .iter()
-                    .map(|c| mark(c).len())
-                    .chain([header(stage).len()])
-                    .max()
-                    .unwrap_or(0)
-            })
-            .collect();
-        // Two spaces between columns, one when a wide mark would push the
-        // table past 120 columns.
-        let wide = name_width + widths.iter().map(|w| w + 2).sum::<usize>() > 120;
-        let gap = if wide { " " } else { "  " };
-        let mut out = format!("{:<name_width$}", "");
+        let widths = |short: bool| -> Vec<usize> {
+            rows.iter()
+                .map(|(stage, cells)| {
+                    cells
+                        .iter()
+                        .map(|c| mark(c).len())
+                        .chain([header(stage, short).len()])
+                        .max()
+                        .unwrap_or(0)
+                })
+                .collect()
+        };
+        let too_wide =
+            |widths: &[usize]| name_width + widths.iter().map(|w| w + 2).sum::<usize>() > 120;
+        // Stages by their names; by their numbers under a `stage` corner
+        // when the names would push the table past 120 columns.
+        let short = too_wide(&widths(false));
+        let widths = widths(short);
+        // Two spaces between columns, one when a wide mark would still push
+        // the table past 120 columns.
+        let gap = if too_wide(&widths) { " " } else { "  " };
+        let corner = if short { "stage" } else { "" };
+        let mut out = format!("{corner:<name_width$}");
         for ((stage, _), width) in rows.iter().zip(&widths) {
-            let _ = write!(out, "{gap}{:<width$}", header(stage));
+            let _ = write!(out, "{gap}{:<width$}", header(stage, short));
         }
         out.push('\n');
         for (i, scenario) in scenarios.iter().enumerate() {
@@ -317,11 +324,11 @@ fn legend() -> String {
     out
 }
 
-/// A stage's column header: its name, or for a variant whose name is wider
-/// than any mark (`stage6-fair`) the part after `stage`, so that eleven
-/// stages still fit 120 columns.
-fn header(stage: &str) -> &str {
-    if stage.len() > "OS+OL+FD".len() {
+/// A stage's column header: its name, or the part after `stage` when the
+/// table is `short` of room (`stage10` as `10`, under a `stage` corner) or
+/// for a variant whose name is wider than any mark (`stage6-fair`).
+fn header(stage: &str, short: bool) -> &str {
+    if short || stage.len() > "OS+OL+FD".len() {
         stage.trim_start_matches("stage")
     } else {
         stage
@@ -379,11 +386,18 @@ mod tests {
             for line in table.lines() {
                 assert!(line.chars().count() <= 120, "{} wide: {line}", line.len());
             }
+            // Every stage, by its name or by its number under `stage`.
             let header = table.lines().next().unwrap_or_default();
-            assert!(
-                header.contains("stage0") && header.contains("stage8"),
-                "{table}"
-            );
+            let named = header.contains("stage0") && header.contains("stage8");
+            let numbered = header.starts_with("stage") && header.contains(" 0 ");
+            assert!(named || numbered, "{table}");
+            for stage in crate::stages::STAGES {
+                let name = stage.description.name;
+                assert!(
+                    header.contains(name.trim_start_matches("stage")),
+                    "no column for {name}: {table}"
+                );
+            }
             for scenario in harness::SCENARIOS {
                 assert!(
                     table

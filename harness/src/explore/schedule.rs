@@ -113,8 +113,8 @@ impl Kind {
         match self.column() {
             Some(column) => crate::scenario::find(column)
                 .is_some_and(|scenario| (scenario.not_applicable)(stage).is_none()),
-            // No proxy stands in front of a ZooKeeper ensemble yet.
-            None => stage.stage != 0 && !crate::scenario::ensemble::on_zookeeper(stage),
+            // No proxy stands in front of a ZooKeeper or etcd cluster yet.
+            None => stage.stage != 0 && !crate::scenario::ensemble::on_consensus_store(stage),
         }
     }
 

@@ -82,7 +82,9 @@ pub struct TrialOutcome {
 
 /// Runs one trial on fresh servers.
 pub async fn run(env: &ScenarioEnv, spec: &TrialSpec) -> Result<TrialOutcome> {
-    let timing = env.timing;
+    // A consensus store's TTL is its session or lease, longer than Redis's:
+    // the schedule, the workload and the checkers all go by the one in use.
+    let timing = crate::scenario::ensemble::timing_for(&spec.stage.description, env.timing);
     let schedule = spec.schedule(timing.ttl);
     let (mut run, link) = if schedule.has_failover() {
         let (run, link) = Run::start_replicated(spec.stage, env.clone(), STOCK).await?;

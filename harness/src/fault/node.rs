@@ -48,7 +48,7 @@ impl Run {
     /// (holder processes too) reach the nodes through them.
     pub async fn put_proxies(&mut self) -> Result<Proxies> {
         if self.ensemble.is_some() {
-            // ZooKeeper's members are not Redis nodes: no proxy (yet).
+            // ZooKeeper and etcd members are not Redis nodes: no proxy (yet).
             return Ok(Proxies(Vec::new()));
         }
         let mut proxies = Vec::with_capacity(self.nodes.len());

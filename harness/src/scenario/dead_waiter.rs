@@ -17,10 +17,12 @@ use crate::error::{HarnessError, Result};
 use crate::holder::HolderProcess;
 
 pub(super) fn not_applicable(stage: &Description) -> Option<&'static str> {
-    if super::ensemble::on_zookeeper(stage) {
-        // Not told yet: a dead waiter's sequential node stays in line until
-        // its session expires, so the next waiter waits one session timeout.
-        return Some(
+    if super::ensemble::on_consensus_store(stage) {
+        // Not told yet: a dead waiter's sequential node (etcd: its key)
+        // stays in line until its session (lease) expires, so the next
+        // waiter waits one session timeout.
+        return super::ensemble::redis_only(
+            stage,
             "ZooKeeper: a dead waiter's node leaves the line with its session; not yet a story here",
         );
     }

@@ -15,6 +15,8 @@ mod failover;
 mod gc_pause;
 mod get_del_race;
 mod killed_holder;
+mod leader_killed;
+mod minority_partition;
 mod network_delay;
 mod reentrant;
 mod restart_without_persistence;
@@ -117,8 +119,11 @@ pub const SCENARIOS: &[Scenario] = &[
         name: "failover",
         title: "the master dies before the lock reaches its replica; the replica is promoted",
         not_applicable: |stage| {
-            ensemble::redis_only(stage, "ZooKeeper: no master and replica; the leader killed is stage 9's own test (tests/ensemble.rs)")
-                .or_else(|| failover::not_applicable(stage))
+            ensemble::redis_only(
+                stage,
+                "ZooKeeper: no master and replica; its leader killed is the leader-killed column",
+            )
+            .or_else(|| failover::not_applicable(stage))
         },
         run: |stage, env| Box::pin(failover::run(stage, env)),
     },
@@ -262,6 +267,18 @@ pub const SCENARIOS: &[Scenario] = &[
         title: "a waiter is killed with kill -9 while it waits; the holder releases; how long does the next waiter wait?",
         not_applicable: dead_waiter::not_applicable,
         run: |stage, env| Box::pin(dead_waiter::run(stage, env)),
+    },
+    Scenario {
+        name: "leader-killed",
+        title: "the consensus store's leader is killed with kill -9 while client-A holds the lock",
+        not_applicable: leader_killed::not_applicable,
+        run: |stage, env| Box::pin(leader_killed::run(stage, env)),
+    },
+    Scenario {
+        name: "minority-partition",
+        title: "a partition leaves client-A with the leader alone, a minority; client-B asks the majority",
+        not_applicable: minority_partition::not_applicable,
+        run: |stage, env| Box::pin(minority_partition::run(stage, env)),
     },
 ];
 

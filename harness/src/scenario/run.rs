@@ -10,7 +10,7 @@ use crate::client::{Client, ClientFactory};
 use crate::error::{HarnessError, Result};
 use crate::holder::HolderProcess;
 use crate::observe::{Evidence, Ledger, NodeWatcher, Timeline, judge};
-use crate::server::zookeeper::ZkEnsemble;
+use crate::server::ensemble::Ensemble;
 use crate::server::{Node, external};
 use crate::workload::Database;
 
@@ -39,8 +39,9 @@ pub struct Run {
     watchers: Vec<Option<NodeWatcher>>,
     /// On a reader's own server: deletes the run's keys when the run ends.
     cleanup: Option<KeyCleanup>,
-    /// Stage 9's lock: a ZooKeeper ensemble instead of `nodes`.
-    pub ensemble: Option<ZkEnsemble>,
+    /// Stages 9 and 10's lock: a ZooKeeper ensemble or an etcd cluster
+    /// instead of `nodes`.
+    pub ensemble: Option<Box<dyn Ensemble>>,
 }
 
 /// How the timeline names a reader's own server, the lock's and the
@@ -96,7 +97,7 @@ impl Run {
     /// watched into a fresh timeline, with `stock` items for sale.
     pub async fn start(stage: StageEntry, env: ScenarioEnv, stock: i64) -> Result<Self> {
         let env = env.for_new_run();
-        if super::ensemble::on_zookeeper(&stage.description) {
+        if super::ensemble::on_consensus_store(&stage.description) {
             return super::ensemble::start_run(stage, env, stock).await;
         }
         let count = stage.description.nodes;
@@ -263,8 +264,9 @@ impl Run {
     }
 
     /// `PTTL` of the lock key on the first node: -2 gone, -1 no expiry.
-    /// On ZooKeeper there is no key and no PTTL: the node lives until its
-    /// session expires, so the answer is the session timeout, at most.
+    /// On ZooKeeper and etcd there is no PTTL: the node (the key) lives
+    /// until its session (lease) expires, so the answer is the session
+    /// timeout (the lease's TTL), at most.
     pub async fn lock_pttl(&self) -> Result<i64> {
         if self.ensemble.is_some() {
             return Ok(i64::try_from(self.factory.config.ttl.as_millis()).unwrap_or(i64::MAX));

@@ -8,6 +8,8 @@
 //! disconnect.
 
 pub mod docker;
+pub mod ensemble;
+pub mod etcd;
 pub mod external;
 mod redis_process;
 pub mod zookeeper;

@@ -24,7 +24,7 @@ const LEGEND: [(&str, &str); 9] = [
 ];
 
 /// The Chinese of every reason a scenario gives for not applying.
-const REASONS: [(&str, &str); 19] = [
+const REASONS: [(&str, &str); 32] = [
     (
         "no lock command to crash after",
         "没有加锁命令，也就谈不上在它之后崩溃",
@@ -85,6 +85,58 @@ const REASONS: [(&str, &str); 19] = [
     (
         "ZooKeeper: the release deletes our own node by its path; no GET to race, no expiry while the session lives",
         "ZooKeeper：解锁按路径删除自己的节点；没有可被抢先的 GET，会话存活期间也不会过期",
+    ),
+    (
+        "etcd: a dead waiter's key leaves the line with its lease; not yet a story here",
+        "etcd：死去的等待者的 key 随租约一起离开队列；这里还没有这个场景",
+    ),
+    (
+        "etcd: a write is in a majority's fsynced Raft log before it is acknowledged; no member restarts empty",
+        "etcd：一次写入在确认之前已经落进多数成员刷过盘的 Raft 日志；没有成员会空着重启",
+    ),
+    (
+        "etcd: no Sentinels; a member cut off from the majority serves no writes",
+        "etcd：没有哨兵；与多数派断开的成员不再接受写入",
+    ),
+    (
+        "etcd: no Sentinels; the cluster elects its own leader (Raft)",
+        "etcd：没有哨兵；集群自己（用 Raft）选出 leader",
+    ),
+    (
+        "etcd: no key TTL to cut; leases are timed on the leader's monotonic clock",
+        "etcd：没有 key 的 TTL 可砍；租约由 leader 的单调时钟计时",
+    ),
+    (
+        "etcd: no master and replica; its leader killed is the leader-killed column",
+        "etcd：没有 master 和 replica；杀掉它的 leader 是 leader-killed 这一列",
+    ),
+    (
+        "ZooKeeper: no master and replica; its leader killed is the leader-killed column",
+        "ZooKeeper：没有 master 和 replica；杀掉它的 leader 是 leader-killed 这一列",
+    ),
+    (
+        "Redis: a master cut off with its client is the split-brain columns' story",
+        "Redis：master 和它的客户端一起被隔开，是 split-brain 那几列的场景",
+    ),
+    (
+        "Redis elects no leader: a master's death is the failover columns' story",
+        "Redis 不选举 leader：master 死掉是 failover 那几列的场景",
+    ),
+    (
+        "etcd: no observer of the cluster's keys yet, so the deadlock of a skipped release (the key lives with the lease) cannot be judged",
+        "etcd：还没有观察集群 key 的观察器，所以跳过解锁造成的死锁（key 随租约存活）无从判定",
+    ),
+    (
+        "etcd: the delaying proxy stands in front of Redis nodes; none is built for the cluster yet",
+        "etcd：制造延迟的代理挡在 Redis 节点前面；还没有为集群做一个",
+    ),
+    (
+        "etcd: the release deletes our own key if its create revision is ours, in one transaction; no GET to race, no expiry while the lease is kept alive",
+        "etcd：解锁在一个事务里删除自己的 key，前提是它的创建版本号仍是自己的；没有可被抢先的 GET，租约续着就不会过期",
+    ),
+    (
+        "etcd: the story needs a Redis topology",
+        "etcd：这个场景需要 Redis 的拓扑",
     ),
 ];
 
@@ -161,6 +213,20 @@ mod tests {
             zh.lines().filter(|l| l.starts_with('|')).count(),
             english.lines().filter(|l| l.starts_with('|')).count()
         );
+    }
+
+    #[test]
+    fn every_etcd_reason_has_chinese() {
+        let etcd = harness::scenario::ensemble::ETCD_REASONS
+            .iter()
+            .map(|(_, etcd)| *etcd)
+            .chain([harness::scenario::ensemble::ETCD_NEEDS_REDIS]);
+        for reason in etcd {
+            assert!(
+                REASONS.iter().any(|(r, _)| *r == reason),
+                "no Chinese for `{reason}`"
+            );
+        }
     }
 
     #[test]

@@ -74,7 +74,7 @@ pub struct Args {
     /// Do not shrink the first violation's schedule.
     #[arg(long)]
     no_shrink: bool,
-    /// How the resource checks the fencing tokens of stages 8 and 9:
+    /// How the resource checks the fencing tokens of stages 8 to 10:
     /// `reads-and-writes` (the fixed resource, the matrix's), `write-only`
     /// or `none` (the lessons).
     #[arg(long, default_value = "reads-and-writes")]
@@ -258,7 +258,7 @@ fn args_line(args: &Args, stage: &StageEntry, kinds: &[Kind]) -> String {
             line.push_str(&format!(" --kind {kind}"));
         }
     }
-    if args.fencing != Fencing::default().label() && matches!(stage.description.stage, 8 | 9) {
+    if args.fencing != Fencing::default().label() && matches!(stage.description.stage, 8..=10) {
         line.push_str(&format!(" --fencing {}", args.fencing));
     }
     if args.clients != 4 {

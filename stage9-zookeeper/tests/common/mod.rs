@@ -10,6 +10,7 @@ use harness::client::{Client, ClientFactory};
 use harness::holder::{HolderProcess, Launcher};
 use harness::observe::{Evidence, KeyRecord, Ledger, Timeline, judge};
 use harness::scenario::Outcome;
+use harness::server::ensemble::Ensemble;
 use harness::server::zookeeper::ZkEnsemble;
 use harness::server::{Backend, Node};
 use harness::workload::{Database, Fencing};

@@ -1,0 +1,657 @@
+//! # Stage 10 — etcd: a lease kept alive, and the revision as the token
+//!
+//! Stage 9 took the lock out of Redis and into a ZooKeeper ensemble. etcd
+//! is the other consensus store the articles' answer points to, the one
+//! Kubernetes keeps its state in. Its members agree on every write by Raft
+//! before they answer: a write acknowledged by a majority of the three
+//! members survives the loss of any one of them, leader included.
+//!
+//! ## The recipe: etcd's `concurrency.Mutex`
+//!
+//! etcd's Go client ships a mutex (`client/v3/concurrency/mutex.go`), and
+//! the `etcdctl lock` command and etcd's own lock service run the same
+//! recipe. It has four parts.
+//!
+//! 1. **A session: a lease kept alive.** The client asks the cluster for a
+//!    *lease*, a number with a TTL that the leader counts down, and keeps
+//!    renewing it (every third of its TTL) while the process lives. A key
+//!    written *with* the lease is deleted by the cluster when the lease
+//!    expires. This is stage 6's watchdog moved into the store: the
+//!    renewals are what say "I am still here", and when they stop, the
+//!    lock goes, one TTL later.
+//! 2. **A key per contender under the lock's prefix.** Each client writes
+//!    `lockstages/lock:stock/<its lease id in hex>`, attached to its lease,
+//!    in a transaction that writes it only if it does not exist yet.
+//! 3. **The lowest create revision holds.** etcd numbers every change to
+//!    its keyspace with one *revision* counter, and each key remembers the
+//!    revision that created it. The keys under the prefix, in create
+//!    revision order, are a queue in the order the cluster accepted them.
+//!    The first one holds the lock; the others wait for every key with a
+//!    lower create revision to be deleted, and each watches only the key
+//!    just before its own: no herd wakes when the lock is freed.
+//! 4. **The key's create revision is the fencing token.** See below.
+//!
+//! ## The lease is the TTL, and the renewals are the watchdog
+//!
+//! `LockConfig::ttl` is used as the lease's TTL, rounded up to whole
+//! seconds: etcd counts leases in seconds, and grants none shorter than one
+//! and a half election timeouts (2 s with its default 1 s election
+//! timeout, the harness's setting). A holder that dies, is cut off, or
+//! freezes stops renewing; the leader revokes the lease one TTL later
+//! (checked every half second), deletes the key, and the next contender's
+//! watch fires.
+//!
+//! As with stage 6's watchdog and stage 9's session pings, the renewals run
+//! beside the business, and a stop-the-world pause stops them too: the
+//! lease expires, another client takes the lock, and the paused holder,
+//! when it wakes, still believes it holds the lock and writes. This is what
+//! Jepsen found for etcd 3.4.3's locks. etcd cannot stop that write; only
+//! the resource can (`tests/paused_holder.rs`).
+//!
+//! A leader that dies does not take the leases with it: the new leader
+//! extends every lease when it takes over (by its TTL and an election
+//! timeout), so a holder whose renewals reach a surviving member keeps its
+//! lock (`tests/ensemble.rs`). The holder's side has a clock too: a client
+//! whose renewals have gone unanswered for a whole TTL gives its lease up
+//! (the lock's lost signal fires), as Go's session does, because it can no
+//! longer tell whether the cluster still counts it. So the TTL must be
+//! longer than an election takes, with room to spare: etcd's default
+//! election timeout is 1 s, and production leases are tens of seconds.
+//!
+//! ## Reentrancy
+//!
+//! The key is named after the lease, so a second `Lock` from the same
+//! session finds its own key already there (the transaction's else branch)
+//! and holds at once. Go's mutex keeps no count: one `Unlock` frees it, and
+//! an outer section would go on unprotected after an inner one released.
+//! Here holds are counted per lock instance, as Curator and Redisson count
+//! them, and the key is deleted when the count comes back to zero.
+//!
+//! ## The fencing token: the key's create revision
+//!
+//! The revision is one counter for the whole keyspace, raised by the leader
+//! in commit order, never reset, and carried across leader changes (it is
+//! part of the replicated state, not of a leader). Holders hold in create
+//! revision order, so each holder's token is higher than every earlier
+//! holder's. Unlike stage 8's `INCR` counter on one Redis master, nothing
+//! short of wiping the cluster can hand the same number out twice.
+//!
+//! ## The client, and reaching the cluster
+//!
+//! `etcd-client` (crates.io): the maintained asynchronous etcd v3 client
+//! for Rust, on tonic (gRPC). Its build compiles etcd's protobuf files, so
+//! it needs `protoc` (Debian: `protobuf-compiler`).
+//!
+//! Go's client retries a request that a member could not serve on another
+//! member. Here each member gets a connection of its own, and a request a
+//! member cannot serve (it is down, or has no leader during an election)
+//! goes to the next one, for as long as a lease lives: a member's death
+//! costs the holder a retry, not its lock (`Members`).
+//!
+//! ## What it fixes, what it does not
+//!
+//! Fixes: a killed holder's lock comes back one lease TTL later; the leader
+//! killed while a client holds keeps exactly one holder, where Redis's
+//! failover handed the lock out twice; a holder cut off with a minority is
+//! told (its lost signal) before the majority lets anyone else in, where
+//! Redis's split brain had two holders (`tests/partition.rs`). Does not
+//! fix: the paused holder.
+//! Without the token check it oversells exactly as Redis does; with the
+//! resource checking the create revision, its stale write is refused. The
+//! price: every acquire is a write agreed by a majority and fsynced.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use etcd_client::{
+    Client, Compare, CompareOp, ConnectOptions, Error as EtcdError, EventType, GetOptions,
+    PutOptions, SortOrder, SortTarget, Txn, TxnOp, TxnOpResponse, WatchFilterType, WatchOptions,
+};
+use lockcore::{
+    Acquired, ClientSetup, ConnectFuture, Description, DistributedLock, FaultPoints, LockError,
+    LostSignal, Point, Release, StageEntry,
+};
+use tokio::sync::{Mutex, watch};
+use tokio::task::JoinHandle;
+use tokio::time::Instant;
+
+/// What this stage is, for listings and the harness.
+pub const DESCRIPTION: Description = Description {
+    stage: 10,
+    name: "stage10",
+    title: "etcd (concurrency.Mutex's recipe): a key per client on a kept-alive lease, the lowest create revision holds and is the token",
+    acquire_commands: "LeaseGrant; Txn(if <prefix>/<lease> absent: put it with the lease); Range(the key just before ours) + Watch its delete",
+    release_commands: "Txn(if our key's create revision is ours: delete it)",
+    reentrant: true,
+    // The three members of the cluster (they decide together; not
+    // independent masters as Redlock's are).
+    nodes: 3,
+    fault_points: &[Point::AfterAcquire],
+};
+
+/// Where lock keys live: `lockstages/<key>/<lease id in hex>`.
+pub const ROOT: &str = "lockstages/";
+/// How a stage 10 URL starts: one `http://host:port` per member.
+pub const SCHEME: &str = "http://";
+/// The shortest lease etcd grants with its default 1 s election timeout.
+pub const SHORTEST_LEASE: Duration = Duration::from_secs(2);
+
+/// A granted lock: our key, and the token to show the resource.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Fenced {
+    /// Our key (the value the harness keeps).
+    pub key: String,
+    /// Our key's create revision: higher than every earlier holder's.
+    pub token: u64,
+}
+
+/// A lease and the task that keeps it alive.
+struct Session {
+    lease: i64,
+    /// Fires when the lease is known to be gone.
+    lost: LostSignal,
+    keeping: JoinHandle<()>,
+}
+
+/// What we hold, and how many times.
+struct Held {
+    fenced: Fenced,
+    count: u32,
+    lost: LostSignal,
+}
+
+/// An etcd mutex on one lock prefix, for one client (one lease at a time).
+pub struct EtcdLock {
+    members: Members,
+    prefix: String,
+    ttl: Duration,
+    faults: FaultPoints,
+    /// The lease; a new one is granted after the old one expired.
+    session: Mutex<Option<Session>>,
+    held: Mutex<Option<Held>>,
+}
+
+impl EtcdLock {
+    /// A client of the cluster `setup.urls` names (`http://host:port`, one
+    /// per member), with `setup.config.ttl` (rounded up to whole seconds,
+    /// at least [`SHORTEST_LEASE`]) as its lease's TTL.
+    pub async fn connect(setup: ClientSetup) -> Result<Self, LockError> {
+        setup.config.validate()?;
+        let ttl = lease_ttl(setup.config.ttl);
+        let members = Members::connect(&endpoints(&setup.urls)?, ttl).await?;
+        Ok(Self {
+            members,
+            prefix: format!("{ROOT}{}/", setup.config.key),
+            ttl,
+            faults: setup.faults,
+            session: Mutex::new(None),
+            held: Mutex::new(None),
+        })
+    }
+
+    // ANCHOR: session
+    /// Our live lease, or a new one (kept alive from now on) when the last
+    /// one expired.
+    async fn session(&self) -> Result<(i64, LostSignal), LockError> {
+        let mut slot = self.session.lock().await;
+        if self.faults.has_crashed() {
+            // A dead client sends nothing more, and takes no lease.
+            return Err(LockError::Crashed(Point::AfterAcquire));
+        }
+        if let Some(live) = slot.as_ref().filter(|s| !s.lost.is_lost()) {
+            return Ok((live.lease, live.lost.clone()));
+        }
+        let seconds = i64::try_from(self.ttl.as_secs()).unwrap_or(i64::MAX);
+        let grant = |mut c: Client| async move { c.lease_grant(seconds, None).await };
+        let lease = self.members.call(grant).await?.id();
+        let (fire, lost) = LostSignal::new();
+        let keeping = tokio::spawn(keep_alive(self.members.clone(), lease, self.ttl, fire));
+        *slot = Some(Session {
+            lease,
+            lost: lost.clone(),
+            keeping,
+        });
+        Ok((lease, lost))
+    }
+    // ANCHOR_END: session
+
+    /// Tries once: takes the lock if no one holds it or waits for it.
+    pub async fn try_lock(&self) -> Result<Option<Fenced>, LockError> {
+        self.lock(Duration::ZERO).await
+    }
+
+    // ANCHOR: lock
+    /// Takes the lock, waiting at most `wait` for the keys ahead of ours.
+    pub async fn lock(&self, wait: Duration) -> Result<Option<Fenced>, LockError> {
+        let deadline = Instant::now() + wait;
+        let mut held = self.held.lock().await;
+        // Reentrancy: we hold it already; count, and ask nobody.
+        if let Some(ours) = held.as_mut() {
+            ours.count += 1;
+            return Ok(Some(ours.fenced.clone()));
+        }
+        let (lease, lost) = self.session().await?;
+        let (ours, first) = self.join_queue(lease).await?;
+        if !first {
+            match self.wait_for_predecessors(&ours, deadline).await {
+                Ok(true) => {}
+                outcome => {
+                    // Gave up, or failed: leave the queue, or our key would
+                    // block everyone behind it until our lease expires.
+                    let key = ours.key.clone();
+                    let leave = |mut c: Client| {
+                        let key = key.clone();
+                        async move { c.delete(key, None).await }
+                    };
+                    let _ = self.members.call(leave).await;
+                    return outcome.map(|_| None);
+                }
+            }
+            // Our lease may have expired while we waited, and our key with
+            // it (Go's mutex: ErrSessionExpired).
+            if !self.still_ours(&ours).await? {
+                return Err(LockError::Etcd(format!(
+                    "{} vanished while waiting: the lease expired",
+                    ours.key
+                )));
+            }
+        }
+        if let Err(crash) = self.faults.reached(Point::AfterAcquire).await {
+            // Dead here: the renewals stop, the lease is not revoked, and
+            // the key stays until the lease expires.
+            if let Some(session) = self.session.lock().await.take() {
+                session.keeping.abort();
+            }
+            return Err(crash);
+        }
+        *held = Some(Held {
+            fenced: ours.clone(),
+            count: 1,
+            lost,
+        });
+        Ok(Some(ours))
+    }
+    // ANCHOR_END: lock
+
+    // ANCHOR: join_queue
+    /// Writes our key under the prefix, attached to our lease, unless it is
+    /// there already; its create revision is our token. Also says whether
+    /// ours is the oldest key, so an uncontended lock takes one round trip.
+    async fn join_queue(&self, lease: i64) -> Result<(Fenced, bool), LockError> {
+        let key = format!("{}{lease:x}", self.prefix);
+        let oldest = || {
+            let first_created = GetOptions::new()
+                .with_prefix()
+                .with_sort(SortTarget::Create, SortOrder::Ascend)
+                .with_limit(1);
+            TxnOp::get(self.prefix.as_str(), Some(first_created))
+        };
+        let join = Txn::new()
+            .when([Compare::create_revision(key.as_str(), CompareOp::Equal, 0)])
+            .and_then([
+                TxnOp::put(key.as_str(), "", Some(PutOptions::new().with_lease(lease))),
+                oldest(),
+            ])
+            // Our key is there already: this lease joined before.
+            .or_else([TxnOp::get(key.as_str(), None), oldest()]);
+        let reply = self
+            .members
+            .call(|mut c: Client| {
+                let join = join.clone();
+                async move { c.txn(join).await }
+            })
+            .await?;
+        let answers = reply.op_responses();
+        let revision = if reply.succeeded() {
+            // The put was this transaction's one change: its revision.
+            reply.header().map_or(0, |h| h.revision())
+        } else {
+            first_key(answers.first()).map_or(0, |kv| kv.create_revision())
+        };
+        let holder = first_key(answers.get(1)).map(|kv| kv.create_revision());
+        let token = u64::try_from(revision)
+            .ok()
+            .filter(|&t| t > 0)
+            .ok_or_else(|| LockError::Etcd(format!("no create revision for {key}")))?;
+        Ok((Fenced { key, token }, holder == Some(revision)))
+    }
+    // ANCHOR_END: join_queue
+
+    // ANCHOR: wait_for_predecessors
+    /// Waits until no key under the prefix was created before ours,
+    /// watching only the newest of them, the one just ahead of us. `false`
+    /// when `deadline` passed first.
+    async fn wait_for_predecessors(
+        &self,
+        ours: &Fenced,
+        deadline: Instant,
+    ) -> Result<bool, LockError> {
+        let before_ours = i64::try_from(ours.token).unwrap_or(i64::MAX) - 1;
+        loop {
+            let newest_before_ours = GetOptions::new()
+                .with_prefix()
+                .with_max_create_revision(before_ours)
+                .with_sort(SortTarget::Create, SortOrder::Descend)
+                .with_limit(1);
+            let prefix = self.prefix.clone();
+            let ahead = self
+                .members
+                .call(|mut c: Client| {
+                    let (prefix, options) = (prefix.clone(), newest_before_ours.clone());
+                    async move { c.get(prefix, Some(options)).await }
+                })
+                .await?;
+            let Some(predecessor) = ahead.kvs().first() else {
+                return Ok(true);
+            };
+            if Instant::now() >= deadline {
+                return Ok(false);
+            }
+            // From the revision we read at, so a delete that came between
+            // the read and the watch is not missed.
+            let read_at = ahead.header().map_or(0, |h| h.revision());
+            let only_deletes = WatchOptions::new()
+                .with_start_revision(read_at + 1)
+                .with_filters([WatchFilterType::NoPut]);
+            let key = predecessor.key().to_vec();
+            let mut watch = self
+                .members
+                .call(|mut c: Client| {
+                    let (key, options) = (key.clone(), only_deletes.clone());
+                    async move { c.watch(key, Some(options)).await }
+                })
+                .await?;
+            let deleted = async {
+                // A watch that breaks (its member killed) ends this wait
+                // too: the loop reads the queue again and watches anew.
+                while let Ok(Some(reply)) = watch.message().await {
+                    let gone = reply
+                        .events()
+                        .iter()
+                        .any(|e| e.event_type() == EventType::Delete);
+                    if gone || reply.canceled() {
+                        return;
+                    }
+                }
+            };
+            if tokio::time::timeout_at(deadline, deleted).await.is_err() {
+                return Ok(false);
+            }
+        }
+    }
+    // ANCHOR_END: wait_for_predecessors
+
+    async fn still_ours(&self, ours: &Fenced) -> Result<bool, LockError> {
+        let key = ours.key.clone();
+        let now = self
+            .members
+            .call(|mut c: Client| {
+                let key = key.clone();
+                async move { c.get(key, None).await }
+            })
+            .await?;
+        let token = i64::try_from(ours.token).unwrap_or(i64::MAX);
+        Ok(now.kvs().first().map(|kv| kv.create_revision()) == Some(token))
+    }
+
+    // ANCHOR: unlock
+    /// Gives back one hold; deletes our key when the last one goes, and
+    /// only if it is still the key we created (a compare and delete in one
+    /// transaction, as stage 5's script did it).
+    pub async fn unlock(&self, fenced: &Fenced) -> Result<Release, LockError> {
+        let mut held = self.held.lock().await;
+        let Some(ours) = held.as_mut().filter(|h| h.fenced.key == fenced.key) else {
+            return Err(LockError::NotOwner);
+        };
+        if ours.count > 1 {
+            ours.count -= 1;
+            return Ok(Release::StillHeld(ours.count));
+        }
+        held.take();
+        let token = i64::try_from(fenced.token).unwrap_or(i64::MAX);
+        let ours_still = Compare::create_revision(fenced.key.as_str(), CompareOp::Equal, token);
+        let release = Txn::new()
+            .when([ours_still])
+            .and_then([TxnOp::delete(fenced.key.as_str(), None)]);
+        let reply = self
+            .members
+            .call(|mut c: Client| {
+                let release = release.clone();
+                async move { c.txn(release).await }
+            })
+            .await?;
+        Ok(if reply.succeeded() {
+            Release::Deleted
+        } else {
+            // The lease expired and took the key with it.
+            Release::NothingDeleted
+        })
+    }
+    // ANCHOR_END: unlock
+}
+
+impl Drop for EtcdLock {
+    fn drop(&mut self) {
+        // The renewals stop with the client; the lease is left to expire,
+        // as a killed process's is.
+        if let Some(session) = self.session.get_mut().take() {
+            session.keeping.abort();
+        }
+    }
+}
+
+// ANCHOR: keep_alive
+/// Renews `lease` every third of `ttl`, and fires `lost` when it is gone:
+/// when a renewal is answered with TTL 0 (the cluster revoked it), or when
+/// no renewal has been answered for as long as the lease could live. Like
+/// Go's session, the client then gives the lease up by its own clock: it
+/// cannot know whether the cluster still counts it, and the safe answer is
+/// that it does not. Each renewal opens its own stream, on whichever
+/// member answers.
+async fn keep_alive(members: Members, lease: i64, ttl: Duration, lost: watch::Sender<bool>) {
+    let mut expires = Instant::now() + ttl;
+    loop {
+        let sent = Instant::now();
+        let renewal = members.call(|c: Client| renew(c, lease));
+        match tokio::time::timeout(ttl / 3, renewal).await {
+            Ok(Ok(0)) => break,
+            // Counted from when the renewal was sent: the cluster's count
+            // started later, so ours ends first.
+            Ok(Ok(seconds)) => expires = sent + Duration::from_secs(seconds.unsigned_abs()),
+            _ if Instant::now() >= expires => break,
+            _ => {} // no member answered in time: again at the next turn
+        }
+        tokio::time::sleep_until(sent + ttl / 3).await;
+    }
+    let _ = lost.send(true);
+}
+
+/// One renewal: the TTL the cluster gives the lease from now (0: gone).
+async fn renew(mut client: Client, lease: i64) -> Result<i64, EtcdError> {
+    let (mut keeper, mut replies) = client.lease_keep_alive(lease).await?;
+    keeper.keep_alive().await?;
+    match replies.message().await? {
+        Some(reply) => Ok(reply.ttl().max(0)),
+        None => Err(EtcdError::LeaseKeepAliveError("no reply".into())),
+    }
+}
+// ANCHOR_END: keep_alive
+
+// ANCHOR: members
+/// The cluster as one client reaches it: a connection per member, and
+/// which member answered last.
+#[derive(Clone)]
+struct Members {
+    clients: Arc<[Client]>,
+    current: Arc<AtomicUsize>,
+    /// How long a request is retried on the members before it fails.
+    patience: Duration,
+}
+
+impl Members {
+    /// Connections to every member of `endpoints` (made lazily: a member
+    /// that is down now is tried when a request needs it).
+    async fn connect(endpoints: &[String], patience: Duration) -> Result<Self, LockError> {
+        let options = ConnectOptions::new().with_connect_timeout(patience / 3);
+        let mut clients = Vec::with_capacity(endpoints.len());
+        for endpoint in endpoints {
+            let one = Client::connect([endpoint], Some(options.clone()));
+            clients.push(one.await.map_err(etcd)?);
+        }
+        Ok(Self {
+            clients: clients.into(),
+            current: Arc::new(AtomicUsize::new(0)),
+            patience,
+        })
+    }
+
+    /// Sends `request` to the member that answered last; a member that
+    /// cannot serve it (down, or without a leader) passes it to the next,
+    /// round and round, for at most `patience`.
+    async fn call<T, F, Fut>(&self, request: F) -> Result<T, LockError>
+    where
+        F: Fn(Client) -> Fut,
+        Fut: Future<Output = Result<T, EtcdError>>,
+    {
+        let deadline = Instant::now() + self.patience;
+        let mut index = self.current.load(Ordering::Relaxed) % self.clients.len();
+        loop {
+            match request(self.clients[index].clone()).await {
+                Err(e) if unavailable(&e) && Instant::now() < deadline => {
+                    index = (index + 1) % self.clients.len();
+                    tokio::time::sleep(RETRY_PAUSE).await;
+                }
+                answer => {
+                    self.current.store(index, Ordering::Relaxed);
+                    return answer.map_err(etcd);
+                }
+            }
+        }
+    }
+}
+// ANCHOR_END: members
+
+/// gRPC's status code for "the service is unavailable": what a member that
+/// is down, or has no leader, answers (or what the connection says for it).
+const UNAVAILABLE: i32 = 14;
+/// A short breath between two members, so an election under way is not
+/// hammered.
+const RETRY_PAUSE: Duration = Duration::from_millis(20);
+
+/// Whether another member might serve what this one could not.
+fn unavailable(error: &EtcdError) -> bool {
+    match error {
+        EtcdError::GRpcStatus(status) => i32::from(status.code()) == UNAVAILABLE,
+        EtcdError::TransportError(_) | EtcdError::IoError(_) => true,
+        _ => false,
+    }
+}
+
+/// The first key a range in a transaction found, if any.
+fn first_key(answer: Option<&TxnOpResponse>) -> Option<etcd_client::KeyValue> {
+    match answer? {
+        TxnOpResponse::Get(range) => range.kvs().first().cloned(),
+        _ => None,
+    }
+}
+
+/// `ttl` as a lease's TTL: whole seconds, at least [`SHORTEST_LEASE`].
+fn lease_ttl(ttl: Duration) -> Duration {
+    let seconds = ttl.as_secs() + u64::from(ttl.subsec_nanos() > 0);
+    Duration::from_secs(seconds).max(SHORTEST_LEASE)
+}
+
+/// The members' URLs, checked to be etcd's `http://host:port`.
+fn endpoints(urls: &[String]) -> Result<Vec<String>, LockError> {
+    if urls.is_empty() {
+        return Err(LockError::Config("no etcd member given".into()));
+    }
+    urls.iter()
+        .map(|url| {
+            url.strip_prefix(SCHEME)
+                .filter(|rest| !rest.is_empty() && !rest.contains('/'))
+                .map(|_| url.clone())
+                .ok_or_else(|| {
+                    LockError::Config(format!(
+                        "stage 10 needs etcd members as {SCHEME}host:port, not `{url}`"
+                    ))
+                })
+        })
+        .collect()
+}
+
+fn etcd(error: EtcdError) -> LockError {
+    LockError::Etcd(error.to_string())
+}
+
+// The harness drives every stage through one contract. This adapter is all
+// stage 10 needs for it; the lesson is above.
+#[async_trait]
+impl DistributedLock for EtcdLock {
+    fn describe(&self) -> Description {
+        DESCRIPTION
+    }
+
+    async fn try_acquire(&self) -> Result<Option<Acquired>, LockError> {
+        self.acquire(Duration::ZERO).await
+    }
+
+    async fn acquire(&self, wait: Duration) -> Result<Option<Acquired>, LockError> {
+        let Some(fenced) = self.lock(wait).await? else {
+            return Ok(None);
+        };
+        let lost = self.held.lock().await.as_ref().map(|h| h.lost.clone());
+        let mut held = Acquired::with_value(fenced.key);
+        held.fencing_token = Some(fenced.token);
+        held.lost = lost;
+        Ok(Some(held))
+    }
+
+    async fn release(&self, held: &Acquired) -> Result<Release, LockError> {
+        self.unlock(&Fenced {
+            key: held.value.clone(),
+            token: held.fencing_token.unwrap_or(0),
+        })
+        .await
+    }
+}
+
+/// Stage 10 as the harness and the CLI see it.
+pub const STAGE: StageEntry = StageEntry {
+    description: DESCRIPTION,
+    connect,
+};
+
+fn connect(setup: ClientSetup) -> ConnectFuture {
+    Box::pin(async move {
+        let lock: Box<dyn DistributedLock> = Box::new(EtcdLock::connect(setup).await?);
+        Ok(lock)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_lease_is_whole_seconds_and_never_shorter_than_etcd_grants() {
+        assert_eq!(lease_ttl(Duration::from_millis(300)), SHORTEST_LEASE);
+        assert_eq!(
+            lease_ttl(Duration::from_millis(2001)),
+            Duration::from_secs(3)
+        );
+        assert_eq!(lease_ttl(Duration::from_secs(30)), Duration::from_secs(30));
+    }
+
+    #[test]
+    fn a_redis_url_is_refused_with_what_stage_10_wants() {
+        let err = endpoints(&["redis://127.0.0.1:6379".to_owned()]).unwrap_err();
+        assert!(err.to_string().contains("http://host:port"), "{err}");
+        assert!(endpoints(&[]).is_err());
+        let two = ["http://a:1".to_owned(), "http://b:2".to_owned()];
+        assert_eq!(endpoints(&two).unwrap(), two);
+    }
+}
