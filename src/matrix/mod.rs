@@ -74,6 +74,11 @@ const SENTINEL_COLUMNS: &[&str] = &[
     "sentinel-failover-wait-other-replica",
 ];
 
+/// The consensus stores' own failures: a cell waits seconds for an
+/// election and for a rival to be refused over whole session TTLs, and
+/// does little else, so these too run in a pool of their own.
+const ENSEMBLE_COLUMNS: &[&str] = &["leader-killed", "minority-partition"];
+
 /// Runs every pair of `stages` × `scenarios`, `jobs` at a time, with a
 /// progress bar on stderr (hidden when `quiet`).
 pub async fn run(
@@ -95,6 +100,7 @@ pub async fn run(
     );
     let permits = Arc::new(Semaphore::new(jobs.max(1)));
     let sentinel_permits = Arc::new(Semaphore::new(jobs.max(1)));
+    let ensemble_permits = Arc::new(Semaphore::new(jobs.max(1)));
     let running = Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
     let mut tasks = JoinSet::new();
     for (row, stage) in stages.iter().enumerate() {
@@ -104,6 +110,8 @@ pub async fn run(
             let env = env_for(&stage);
             let permits = if SENTINEL_COLUMNS.contains(&scenario.name) {
                 sentinel_permits.clone()
+            } else if ENSEMBLE_COLUMNS.contains(&scenario.name) {
+                ensemble_permits.clone()
             } else {
                 permits.clone()
             };
@@ -193,11 +201,11 @@ async fn run_cell(
 
 #[cfg(test)]
 mod tests {
-    use super::SENTINEL_COLUMNS;
+    use super::{ENSEMBLE_COLUMNS, SENTINEL_COLUMNS};
 
     #[test]
-    fn every_sentinel_column_is_a_scenario() {
-        for name in SENTINEL_COLUMNS {
+    fn every_waiting_column_is_a_scenario() {
+        for name in SENTINEL_COLUMNS.iter().chain(ENSEMBLE_COLUMNS) {
             assert!(
                 harness::SCENARIOS.iter().any(|s| s.name == *name),
                 "no scenario `{name}`"
