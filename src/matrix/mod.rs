@@ -72,6 +72,11 @@ const SENTINEL_COLUMNS: &[&str] = &[
     "split-brain-min-replicas",
     "sentinel-failover-wait",
     "sentinel-failover-wait-other-replica",
+    // A Redis Cluster's stories wait on its node timeout and election the
+    // same way.
+    "cluster-failover",
+    "cluster-failover-wait",
+    "cluster-partition",
 ];
 
 /// Runs every pair of `stages` × `scenarios`, `jobs` at a time, with a
