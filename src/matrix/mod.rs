@@ -72,8 +72,12 @@ const SENTINEL_COLUMNS: &[&str] = &[
     "split-brain-min-replicas",
     "sentinel-failover-wait",
     "sentinel-failover-wait-other-replica",
-    // A Redis Cluster's stories wait on its node timeout and election the
-    // same way.
+];
+
+/// The Redis Cluster's columns: their cells wait the same way, on the
+/// cluster's node timeout, its election and its first two seconds (a new
+/// master serves only two seconds after it started), in a third pool.
+const CLUSTER_COLUMNS: &[&str] = &[
     "cluster-failover",
     "cluster-failover-wait",
     "cluster-partition",
@@ -100,6 +104,7 @@ pub async fn run(
     );
     let permits = Arc::new(Semaphore::new(jobs.max(1)));
     let sentinel_permits = Arc::new(Semaphore::new(jobs.max(1)));
+    let cluster_permits = Arc::new(Semaphore::new(jobs.max(1)));
     let running = Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
     let mut tasks = JoinSet::new();
     for (row, stage) in stages.iter().enumerate() {
@@ -109,6 +114,8 @@ pub async fn run(
             let env = env_for(&stage);
             let permits = if SENTINEL_COLUMNS.contains(&scenario.name) {
                 sentinel_permits.clone()
+            } else if CLUSTER_COLUMNS.contains(&scenario.name) {
+                cluster_permits.clone()
             } else {
                 permits.clone()
             };
@@ -198,11 +205,11 @@ async fn run_cell(
 
 #[cfg(test)]
 mod tests {
-    use super::SENTINEL_COLUMNS;
+    use super::{CLUSTER_COLUMNS, SENTINEL_COLUMNS};
 
     #[test]
-    fn every_sentinel_column_is_a_scenario() {
-        for name in SENTINEL_COLUMNS {
+    fn every_sentinel_and_cluster_column_is_a_scenario() {
+        for name in SENTINEL_COLUMNS.iter().chain(CLUSTER_COLUMNS) {
             assert!(
                 harness::SCENARIOS.iter().any(|s| s.name == *name),
                 "no scenario `{name}`"

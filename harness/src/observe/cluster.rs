@@ -78,13 +78,9 @@ pub fn parse_cluster_nodes(text: &str) -> Vec<ClusterNode> {
         .collect()
 }
 
-/// Asks the node at `url` for `CLUSTER NODES`.
-pub async fn cluster_nodes(url: &str) -> Result<Vec<ClusterNode>> {
-    let mut conn = lockcore::connect(url, "harness").await?;
-    let text: String = redis::cmd("CLUSTER")
-        .arg("NODES")
-        .query_async(&mut conn)
-        .await?;
+/// Asks the node at the other end of `conn` for `CLUSTER NODES`.
+pub async fn cluster_nodes(conn: &mut lockcore::Connection) -> Result<Vec<ClusterNode>> {
+    let text: String = redis::cmd("CLUSTER").arg("NODES").query_async(conn).await?;
     Ok(parse_cluster_nodes(&text))
 }
 

@@ -32,7 +32,7 @@ mod relay;
 use std::collections::HashMap;
 use std::time::{Duration, SystemTime};
 
-use lockcore::StageEntry;
+use lockcore::{Connection, StageEntry};
 use tokio::time::{Instant, sleep};
 
 use self::relay::{NodeRelay, Port};
@@ -167,10 +167,14 @@ impl ClusterTopology {
     ) -> Result<()> {
         let wanted = &self.ids[replica];
         let deadline = Instant::now() + PROMOTED_WITHIN;
+        let mut conns = Vec::new();
+        for &i in asked {
+            conns.push(lockcore::connect(&run.nodes[i].url(), "harness").await?);
+        }
         loop {
             let mut agreed = true;
-            for &i in asked {
-                let view = cluster_nodes(&run.nodes[i].url()).await.unwrap_or_default();
+            for conn in &mut conns {
+                let view = cluster_nodes(conn).await.unwrap_or_default();
                 if self.slot_master(&view).as_deref() != Some(wanted.as_str()) {
                     agreed = false;
                     break;
@@ -320,17 +324,31 @@ impl Run {
             client.start(node.addr(), Port::Client);
             bus.start(bus_addr, Port::Bus);
         }
-        let ids = futures_util::future::try_join_all(nodes.iter().map(node_id)).await?;
-        let slot = form_cluster(&nodes, &relays, &ids).await?;
+        // One connection to each node for all the asking below.
+        let mut conns = futures_util::future::try_join_all(nodes.iter().map(|n| {
+            let url = n.url();
+            async move { lockcore::connect(&url, "harness").await }
+        }))
+        .await?;
+        let mut ids = Vec::new();
+        for conn in &mut conns {
+            ids.push(
+                redis::cmd("CLUSTER")
+                    .arg("MYID")
+                    .query_async::<String>(conn)
+                    .await?,
+            );
+        }
+        let slot = form_cluster(&mut conns, &relays, &ids).await?;
         for replica in [1, 3, 5] {
-            let mut conn = lockcore::connect(&nodes[replica].url(), "harness").await?;
             redis::cmd("CLUSTER")
                 .arg("REPLICATE")
                 .arg(&ids[replica - 1])
-                .query_async::<()>(&mut conn)
+                .query_async::<()>(&mut conns[replica])
                 .await?;
         }
-        wait_until_settled(&nodes, &ids).await?;
+        wait_until_settled(&mut conns, &ids).await?;
+        drop(conns);
 
         let mut run = Self::start_on(stage, env, stock, nodes).await?;
         let labels: HashMap<String, String> = ids
@@ -382,42 +400,39 @@ fn range_of(slot: u16) -> usize {
 /// MEET`, at its relays), then waits until each knows every other by its
 /// id (`ids`). Returns the lock key's slot.
 async fn form_cluster(
-    nodes: &[Node],
+    conns: &mut [Connection],
     relays: &[(NodeRelay, NodeRelay)],
     ids: &[String],
 ) -> Result<u16> {
-    let mut conn = lockcore::connect(&nodes[0].url(), "harness").await?;
     let key = lockcore::LockConfig::with_ttl(LEASE).key;
     let slot: u16 = redis::cmd("CLUSTER")
         .arg("KEYSLOT")
         .arg(&key)
-        .query_async(&mut conn)
+        .query_async(&mut conns[0])
         .await?;
     let first = range_of(slot);
     for (n, master) in [0, 2, 4].into_iter().enumerate() {
         let (low, high) = RANGES[(first + n) % RANGES.len()];
-        let mut conn = lockcore::connect(&nodes[master].url(), "harness").await?;
         redis::cmd("CLUSTER")
             .arg("SET-CONFIG-EPOCH")
             .arg(n + 1)
-            .query_async::<()>(&mut conn)
+            .query_async::<()>(&mut conns[master])
             .await?;
         redis::cmd("CLUSTER")
             .arg("ADDSLOTSRANGE")
             .arg(low)
             .arg(high)
-            .query_async::<()>(&mut conn)
+            .query_async::<()>(&mut conns[master])
             .await?;
     }
-    for (i, node) in nodes.iter().enumerate() {
-        let mut conn = lockcore::connect(&node.url(), "harness").await?;
+    for (i, conn) in conns.iter_mut().enumerate() {
         for (client, bus) in &relays[i + 1..] {
             redis::cmd("CLUSTER")
                 .arg("MEET")
                 .arg(client.addr.ip().to_string())
                 .arg(client.addr.port())
                 .arg(bus.addr.port())
-                .query_async::<()>(&mut conn)
+                .query_async::<()>(conn)
                 .await?;
         }
     }
@@ -426,10 +441,10 @@ async fn form_cluster(
     let deadline = Instant::now() + SETTLE_WITHIN;
     loop {
         let mut known = true;
-        for node in nodes.iter() {
+        for conn in conns.iter_mut() {
             // A node in the middle of a handshake is listed under a
             // temporary id until it answers.
-            let view = cluster_nodes(&node.url()).await?;
+            let view = cluster_nodes(conn).await?;
             known &= ids.iter().all(|id| view.iter().any(|n| &n.id == id));
         }
         if known {
@@ -444,29 +459,18 @@ async fn form_cluster(
     }
 }
 
-/// The node's id in the cluster.
-async fn node_id(node: &Node) -> Result<String> {
-    let mut conn = lockcore::connect(&node.url(), "harness").await?;
-    Ok(redis::cmd("CLUSTER")
-        .arg("MYID")
-        .query_async(&mut conn)
-        .await?)
-}
-
 /// Waits until every node says `cluster_state:ok`, sees each replica
 /// following its master (a master grants its vote only to a replica of the
-/// failed master, as it sees it), and every replica is in sync.
-async fn wait_until_settled(nodes: &[Node], ids: &[String]) -> Result<()> {
+/// failed master, as it sees it), and every replica is in sync. A new
+/// master says `ok` only two seconds after it started (Redis's
+/// `CLUSTER_WRITABLE_DELAY`), most of the time this takes.
+async fn wait_until_settled(conns: &mut [Connection], ids: &[String]) -> Result<()> {
     let deadline = Instant::now() + SETTLE_WITHIN;
     loop {
         let mut settled = true;
-        for node in nodes {
-            let mut conn = lockcore::connect(&node.url(), "harness").await?;
-            let info: String = redis::cmd("CLUSTER")
-                .arg("INFO")
-                .query_async(&mut conn)
-                .await?;
-            let view = cluster_nodes(&node.url()).await?;
+        for (i, conn) in conns.iter_mut().enumerate() {
+            let info: String = redis::cmd("CLUSTER").arg("INFO").query_async(conn).await?;
+            let view = cluster_nodes(conn).await?;
             let roles_known = [1, 3, 5].into_iter().all(|replica| {
                 view.iter().any(|n| {
                     n.id == ids[replica]
@@ -475,14 +479,16 @@ async fn wait_until_settled(nodes: &[Node], ids: &[String]) -> Result<()> {
                 })
             });
             settled &= info.lines().any(|l| l.trim() == "cluster_state:ok") && roles_known;
-        }
-        for replica in [1, 3, 5] {
-            let mut conn = lockcore::connect(&nodes[replica].url(), "harness").await?;
-            let info: String = redis::cmd("INFO")
-                .arg("replication")
-                .query_async(&mut conn)
-                .await?;
-            settled &= info.lines().any(|l| l.trim() == "master_link_status:up");
+            if i % 2 == 1 {
+                let info: String = redis::cmd("INFO")
+                    .arg("replication")
+                    .query_async(conn)
+                    .await?;
+                settled &= info.lines().any(|l| l.trim() == "master_link_status:up");
+            }
+            if !settled {
+                break;
+            }
         }
         if settled {
             return Ok(());
