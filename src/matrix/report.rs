@@ -53,20 +53,31 @@ impl<'a> Report<'a> {
         let rows = self.rows();
         let scenarios = self.columns();
         let name_width = scenarios.iter().map(|s| s.len()).max().unwrap_or(0);
-        let widths: Vec<usize> = rows
-            .iter()
-            .map(|(stage, cells)| {
-                cells
-                    .iter()
-                    .map(|c| mark(c).len())
-                    .chain([header(stage).len()])
-                    .max()
-                    .unwrap_or(0)
-            })
-            .collect();
+        let widths_of = |compact: bool| -> Vec<usize> {
+            rows.iter()
+                .map(|(stage, cells)| {
+                    cells
+                        .iter()
+                        .map(|c| shown(c, compact).len())
+                        .chain([header(stage).len()])
+                        .max()
+                        .unwrap_or(0)
+                })
+                .collect()
+        };
+        let width_with = |widths: &[usize], gap: usize| {
+            name_width + widths.iter().map(|w| w + gap).sum::<usize>()
+        };
         // Two spaces between columns, one when a wide mark would push the
-        // table past 120 columns.
-        let wide = name_width + widths.iter().map(|w| w + 2).sum::<usize>() > 120;
+        // table past 120 columns; and if that is not enough, the marks of a
+        // cell with several findings run together (`OSOLFD`: the codes are
+        // two letters each).
+        let mut widths = widths_of(false);
+        let wide = width_with(&widths, 2) > 120;
+        let compact = width_with(&widths, 1) > 120;
+        if compact {
+            widths = widths_of(true);
+        }
         let gap = if wide { " " } else { "  " };
         let mut out = format!("{:<name_width$}", "");
         for ((stage, _), width) in rows.iter().zip(&widths) {
@@ -76,9 +87,9 @@ impl<'a> Report<'a> {
         for (i, scenario) in scenarios.iter().enumerate() {
             let _ = write!(out, "{scenario:<name_width$}");
             for ((_, cells), width) in rows.iter().zip(&widths) {
-                let (text, look) = cells
-                    .get(i)
-                    .map_or((String::new(), Paint::Quiet), |c| (mark(c), look(c)));
+                let (text, look) = cells.get(i).map_or((String::new(), Paint::Quiet), |c| {
+                    (shown(c, compact), look(c))
+                });
                 // Padded first: escape codes take no room on screen.
                 let padded = format!("{text:<width$}");
                 let _ = write!(out, "{gap}{}", paint(&padded, look, colour));
@@ -237,6 +248,12 @@ pub fn legend_entries() -> Vec<(&'static str, &'static str)> {
     ));
     entries.push(("ERROR", "the scenario could not run (see matrix.json)"));
     entries
+}
+
+/// A cell's mark, its findings run together when `compact`.
+fn shown(cell: &Cell, compact: bool) -> String {
+    let text = mark(cell);
+    if compact { text.replace('+', "") } else { text }
 }
 
 /// A cell as the terminal table prints it: `ok`, each finding's short mark
