@@ -9,7 +9,8 @@
 //!   a reader's own server (`LOCKSTAGES_REDIS_URL`), never faulted;
 //! - [`topology`]: the shapes of servers a story runs on (one node,
 //!   Redlock's masters, master + replica, master + two replicas + three
-//!   Sentinels that decide the failover);
+//!   Sentinels that decide the failover, a Redis Cluster of three masters
+//!   and three replicas that decides its own);
 //! - [`fault`]: fault-point hooks (crash, pause until released), a TCP
 //!   proxy that delays replies or cuts one client off, and what is done to
 //!   a node (kill, restart, clock jump);

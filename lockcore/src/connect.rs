@@ -12,11 +12,23 @@
 //! support), and connects there, as Redisson and Jedis clients do. A client
 //! made after a failover finds the new master; a connection made before it
 //! stays with the server it was made to.
+//!
+//! A URL may name a Redis Cluster by some of its nodes:
+//! `redis+cluster://host1:7000,host2:7001`. The connection is redis-rs's
+//! cluster client: it asks the cluster which master serves each slot, sends
+//! every command to the master of its key's slot, follows `MOVED` and `ASK`
+//! redirections, and asks again after a failover, as Redisson, Jedis and
+//! Lettuce clients of a cluster do. A stage's code does not change: a
+//! single-key command (or a script whose keys share one slot) is routed by
+//! its key.
 
 use std::sync::Arc;
 use std::time::SystemTime;
 
+use std::time::Duration;
+
 use redis::aio::{ConnectionLike, MultiplexedConnection};
+use redis::cluster_async::ClusterConnection;
 use redis::{
     AsyncConnectionConfig, Cmd, IntoConnectionInfo, Pipeline, ProtocolVersion, PushInfo, PushKind,
     RedisFuture, RedisResult, Value,
@@ -47,7 +59,7 @@ pub type ReplyLog = Arc<dyn Fn(SeenReply<'_>) + Send + Sync>;
 /// the connection.
 #[derive(Clone)]
 pub struct Connection {
-    inner: MultiplexedConnection,
+    inner: Inner,
     client: Arc<str>,
     url: Arc<str>,
     replies: Option<ReplyLog>,
@@ -62,6 +74,68 @@ impl std::fmt::Debug for Connection {
     }
 }
 
+/// One server, or a cluster's masters behind one handle.
+#[derive(Clone)]
+enum Inner {
+    Single(MultiplexedConnection),
+    Cluster(ClusterConnection<NamedNode>),
+}
+
+/// One node connection of a cluster client, named like every other
+/// connection of the client. redis-rs's cluster client opens a connection
+/// to a node whenever it first needs one (a replica promoted after a
+/// failover, say), and has no option to name them; what it does pass to
+/// each new connection is the cluster's username. With no password it is
+/// never sent to a server, so it carries the client's name here: taken out
+/// before connecting, and sent as `CLIENT SETNAME` once connected.
+#[derive(Clone)]
+struct NamedNode(MultiplexedConnection);
+
+impl redis::cluster_async::Connect for NamedNode {
+    fn connect_with_config<'a, T>(info: T, config: AsyncConnectionConfig) -> RedisFuture<'a, Self>
+    where
+        T: IntoConnectionInfo + Send + 'a,
+    {
+        Box::pin(async move {
+            let info = info.into_connection_info()?;
+            let settings = info.redis_settings();
+            let name = settings.username().map(str::to_owned);
+            let unnamed = redis::RedisConnectionInfo::default().set_protocol(settings.protocol());
+            let client = redis::Client::open(info.set_redis_settings(unnamed))?;
+            let mut conn = client
+                .get_multiplexed_async_connection_with_config(&config)
+                .await?;
+            if let Some(name) = name {
+                redis::cmd("CLIENT")
+                    .arg("SETNAME")
+                    .arg(name)
+                    .query_async::<()>(&mut conn)
+                    .await?;
+            }
+            Ok(Self(conn))
+        })
+    }
+}
+
+impl ConnectionLike for NamedNode {
+    fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
+        self.0.req_packed_command(cmd)
+    }
+
+    fn req_packed_commands<'a>(
+        &'a mut self,
+        pipeline: &'a Pipeline,
+        offset: usize,
+        count: usize,
+    ) -> RedisFuture<'a, Vec<Value>> {
+        self.0.req_packed_commands(pipeline, offset, count)
+    }
+
+    fn get_db(&self) -> i64 {
+        self.0.get_db()
+    }
+}
+
 /// The scheme of a URL that names a master through its Sentinels.
 pub const SENTINEL_SCHEME: &str = "redis+sentinel://";
 
@@ -70,6 +144,39 @@ pub const SENTINEL_SCHEME: &str = "redis+sentinel://";
 pub fn sentinel_url(sentinels: &[String], service: &str) -> String {
     format!("{SENTINEL_SCHEME}{}/{service}", sentinels.join(","))
 }
+
+/// The scheme of a URL that names a Redis Cluster by some of its nodes.
+pub const CLUSTER_SCHEME: &str = "redis+cluster://";
+
+/// `redis+cluster://a,b,c`: the cluster these nodes (each `host:port`)
+/// belong to.
+pub fn cluster_url(nodes: &[String]) -> String {
+    format!("{CLUSTER_SCHEME}{}", nodes.join(","))
+}
+
+/// The nodes a cluster URL names, as `redis://host:port` URLs; `None` for
+/// any other URL.
+pub fn cluster_nodes(url: &str) -> Option<Vec<String>> {
+    let rest = url.strip_prefix(CLUSTER_SCHEME)?;
+    Some(
+        rest.trim_end_matches('/')
+            .split(',')
+            .filter(|h| !h.is_empty())
+            .map(|h| format!("redis://{h}"))
+            .collect(),
+    )
+}
+
+/// How long a cluster client waits for one reply, as redis-rs's single
+/// connections do.
+const CLUSTER_RESPONSE_TIMEOUT: Duration = Duration::from_millis(500);
+/// How often a cluster client sends a command again after an error that a
+/// new look at the cluster may cure (a node gone, `CLUSTERDOWN`,
+/// `TRYAGAIN`), and how long it waits between tries. redis-rs's defaults
+/// (16 tries, over a second between the first ones) are made for a data
+/// centre; these keep a failed command's error within about a second.
+const CLUSTER_RETRIES: u32 = 4;
+const CLUSTER_RETRY_WAIT_MS: (u64, u64) = (20, 200);
 
 // ANCHOR: resolve
 /// The plain `redis://host:port` of the server `url` names: for a Sentinel
@@ -110,31 +217,52 @@ pub async fn connect_with_log(
     name: &str,
     replies: Option<ReplyLog>,
 ) -> Result<Connection, LockError> {
+    if let Some(nodes) = cluster_nodes(url) {
+        let (min_wait, max_wait) = CLUSTER_RETRY_WAIT_MS;
+        let client = redis::cluster::ClusterClient::builder(nodes)
+            // Not a user: the name each node connection gives itself (see
+            // `NamedNode`).
+            .username(name)
+            .response_timeout(CLUSTER_RESPONSE_TIMEOUT)
+            .retries(CLUSTER_RETRIES)
+            .min_retry_wait(min_wait)
+            .max_retry_wait(max_wait)
+            .build()?;
+        let inner = client.get_async_generic_connection::<NamedNode>().await?;
+        return Ok(Connection {
+            inner: Inner::Cluster(inner),
+            client: name.into(),
+            url: url.into(),
+            replies,
+        });
+    }
     let url = resolve(url).await?;
     let url = url.as_str();
     let client = redis::Client::open(url)?;
     let inner = client.get_multiplexed_async_connection().await?;
-    named(inner, url, name, replies).await
+    named(Inner::Single(inner), url, name, replies).await
 }
 
 /// Names a fresh connection with `CLIENT SETNAME`.
 async fn named(
-    mut inner: MultiplexedConnection,
+    inner: Inner,
     url: &str,
     name: &str,
     replies: Option<ReplyLog>,
 ) -> Result<Connection, LockError> {
-    redis::cmd("CLIENT")
-        .arg("SETNAME")
-        .arg(name)
-        .query_async::<()>(&mut inner)
-        .await?;
-    Ok(Connection {
+    let mut conn = Connection {
         inner,
         client: name.into(),
         url: url.into(),
-        replies,
-    })
+        replies: None,
+    };
+    redis::cmd("CLIENT")
+        .arg("SETNAME")
+        .arg(name)
+        .query_async::<()>(&mut conn)
+        .await?;
+    conn.replies = replies;
+    Ok(conn)
 }
 
 /// What a subscriber connection hears: a message published on a channel
@@ -161,12 +289,21 @@ pub enum Heard {
 /// The connection speaks RESP3, in which published messages arrive on the
 /// same connection as ordinary replies, so it is named, logged and faulted
 /// like every other connection of the client.
+///
+/// On a cluster, the connection is to the first of its nodes that
+/// answers: a message published on any node of a cluster reaches the
+/// subscribers of every node.
 pub async fn connect_subscriber(
     url: &str,
     name: &str,
     replies: Option<ReplyLog>,
     heard: impl Fn(Heard) + Send + Sync + 'static,
 ) -> Result<Connection, LockError> {
+    let url = match cluster_nodes(url) {
+        Some(nodes) => first_answering(&nodes).await?,
+        None => url.to_owned(),
+    };
+    let url = url.as_str();
     let info = url.into_connection_info()?;
     let resp3 = info
         .redis_settings()
@@ -193,7 +330,25 @@ pub async fn connect_subscriber(
     let inner = client
         .get_multiplexed_async_connection_with_config(&config)
         .await?;
-    named(inner, url, name, replies).await
+    named(Inner::Single(inner), url, name, replies).await
+}
+
+/// The first of `nodes` that a connection can be made to.
+async fn first_answering(nodes: &[String]) -> Result<String, LockError> {
+    let mut last_error = None;
+    for node in nodes {
+        match redis::Client::open(node.as_str())?
+            .get_multiplexed_async_connection()
+            .await
+        {
+            Ok(_) => return Ok(node.clone()),
+            Err(e) => last_error = Some(e),
+        }
+    }
+    Err(match last_error {
+        Some(e) => e.into(),
+        None => LockError::Config("a cluster URL names no node".into()),
+    })
 }
 
 impl crate::ClientSetup {
@@ -214,7 +369,12 @@ impl Connection {
     /// [`connect_subscriber`]: its messages go to that connection's `heard`.
     pub async fn subscribe(&mut self, channel: &str) -> Result<(), LockError> {
         let sent = SystemTime::now();
-        let result = self.inner.subscribe(channel).await;
+        let Inner::Single(inner) = &mut self.inner else {
+            return Err(LockError::Config(
+                "a cluster connection does not subscribe; use connect_subscriber".into(),
+            ));
+        };
+        let result = inner.subscribe(channel).await;
         let mut command = redis::cmd("SUBSCRIBE");
         command.arg(channel);
         self.report(&command, sent, result.as_ref().map(|()| &Value::Okay));
@@ -238,7 +398,10 @@ impl ConnectionLike for Connection {
     fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
         Box::pin(async move {
             let sent = SystemTime::now();
-            let result = self.inner.req_packed_command(cmd).await;
+            let result = match &mut self.inner {
+                Inner::Single(inner) => inner.req_packed_command(cmd).await,
+                Inner::Cluster(inner) => inner.req_packed_command(cmd).await,
+            };
             self.report(cmd, sent, result.as_ref());
             result
         })
@@ -252,17 +415,20 @@ impl ConnectionLike for Connection {
     ) -> RedisFuture<'a, Vec<Value>> {
         Box::pin(async move {
             let sent = SystemTime::now();
-            let result = self
-                .inner
-                .req_packed_commands(pipeline, offset, count)
-                .await;
+            let result = match &mut self.inner {
+                Inner::Single(inner) => inner.req_packed_commands(pipeline, offset, count).await,
+                Inner::Cluster(inner) => inner.req_packed_commands(pipeline, offset, count).await,
+            };
             report_pipeline(self, pipeline, offset, sent, &result);
             result
         })
     }
 
     fn get_db(&self) -> i64 {
-        self.inner.get_db()
+        match &self.inner {
+            Inner::Single(inner) => inner.get_db(),
+            Inner::Cluster(inner) => inner.get_db(),
+        }
     }
 }
 

@@ -22,8 +22,8 @@ mod fault;
 
 pub use config::{LockConfig, MAX_EXPIRY, check_expiry, deadline_after};
 pub use connect::{
-    Connection, Heard, ReplyLog, SENTINEL_SCHEME, SeenReply, connect, connect_subscriber,
-    connect_with_log, resolve, sentinel_url,
+    CLUSTER_SCHEME, Connection, Heard, ReplyLog, SENTINEL_SCHEME, SeenReply, cluster_nodes,
+    cluster_url, connect, connect_subscriber, connect_with_log, resolve, sentinel_url,
 };
 pub use contract::{
     Acquired, ClientSetup, ConnectFuture, Description, DistributedLock, LostSignal, Release,

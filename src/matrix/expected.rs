@@ -58,6 +58,16 @@
 //!   A is still inside when B enters, and its write is refused by the
 //!   token (OVERLAP).
 //!
+//! - the Redis Cluster columns (new) run with the same 30 s TTL
+//!   (`harness/src/topology/cluster.rs`). They give the Sentinel columns'
+//!   cells but one difference: after a cluster failover, client-A's
+//!   release follows the lock key's slot to the promoted replica (a
+//!   cluster client asks the cluster again after an error), where the lock
+//!   is client-B's; stages 1–3 delete it unchecked (FOREIGN-DELETE), where
+//!   a Sentinel client's release stays with the dead master. In the
+//!   partition story client-B has given the lock back before client-A's
+//!   release, so nothing foreign is left to delete.
+//!
 //! One row per stage, one column per scenario, in `harness::SCENARIOS`
 //! order. A cell is `ok`, `n/a`, or the findings that must fire, separated
 //! by spaces.
@@ -65,7 +75,7 @@
 use harness::observe::{Finding, Verdict};
 
 /// The columns, in order; checked against `harness::SCENARIOS` by a test.
-pub const COLUMNS: [&str; 21] = [
+pub const COLUMNS: [&str; 24] = [
     "contention",
     "killed-holder",
     "crash-before-expire",
@@ -87,23 +97,26 @@ pub const COLUMNS: [&str; 21] = [
     "dead-waiter",
     "leader-killed",
     "minority-partition",
+    "cluster-failover",
+    "cluster-failover-wait",
+    "cluster-partition",
 ];
 
 #[rustfmt::skip]
-const ROWS: [(&str, [&str; 21]); 12] = [
-    //          contention          killed-holder crash-before slow-business                      get-del-race      gc-pause            failover            restart-w/o-pers.   clock-jump          reentrant       network-delay stale-write-first                  business-error  sentinel-failover   split-brain         split-brain-min-r.  sentinel-f.-wait    sentinel-f.-wait-other-replica  dead-waiter  leader-killed  minority-partition
-    ("stage0", ["OVERSOLD OVERLAP", "ok",         "n/a",       "OVERSOLD OVERLAP",                "n/a",            "OVERSOLD OVERLAP", "n/a",              "n/a",              "n/a",              "n/a",          "n/a",        "OVERSOLD OVERLAP",                "n/a", "n/a"              , "n/a"              , "n/a"              , "n/a"              , "n/a", "n/a", "n/a", "n/a"]),
-    ("stage1", ["ok",               "DEADLOCK",   "DEADLOCK",  "ok",                              "ok",             "ok",               "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "ok",               "DEADLOCK",     "DEADLOCK",   "ok",                              "DEADLOCK", "OVERSOLD OVERLAP" , "OVERSOLD OVERLAP" , "ok"               , "ok"               , "OVERSOLD OVERLAP", "ok", "n/a", "n/a"]),
-    ("stage2", ["ok",               "ok",         "DEADLOCK",  "OVERSOLD OVERLAP FOREIGN-DELETE", "FOREIGN-DELETE", "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "SELF-BLOCKED", "DEADLOCK",   "OVERSOLD OVERLAP FOREIGN-DELETE", "ok", "OVERSOLD OVERLAP" , "OVERSOLD OVERLAP" , "ok"               , "ok"               , "OVERSOLD OVERLAP", "ok", "n/a", "n/a"]),
-    ("stage3", ["ok",               "ok",         "ok",        "OVERSOLD OVERLAP FOREIGN-DELETE", "FOREIGN-DELETE", "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "SELF-BLOCKED", "ok",         "OVERSOLD OVERLAP FOREIGN-DELETE", "ok", "OVERSOLD OVERLAP" , "OVERSOLD OVERLAP" , "ok"               , "ok"               , "OVERSOLD OVERLAP", "ok", "n/a", "n/a"]),
-    ("stage4", ["ok",               "ok",         "ok",        "OVERSOLD OVERLAP",                "FOREIGN-DELETE", "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "SELF-BLOCKED", "ok",         "OVERSOLD OVERLAP",                "ok", "OVERSOLD OVERLAP" , "OVERSOLD OVERLAP" , "ok"               , "ok"               , "OVERSOLD OVERLAP", "ok", "n/a", "n/a"]),
-    ("stage5", ["ok",               "ok",         "ok",        "OVERSOLD OVERLAP",                "ok",             "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "SELF-BLOCKED", "ok",         "OVERSOLD OVERLAP",                "ok", "OVERSOLD OVERLAP" , "OVERSOLD OVERLAP" , "ok"               , "ok"               , "OVERSOLD OVERLAP", "ok", "n/a", "n/a"]),
-    ("stage6", ["ok",               "ok",         "ok",        "ok",                              "ok",             "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "ok",           "ok",         "ok",                              "DEADLOCK", "OVERSOLD OVERLAP" , "OVERSOLD OVERLAP" , "ok"               , "ok"               , "OVERSOLD OVERLAP", "ok", "n/a", "n/a"]),
-    ("stage6-fair", ["ok",               "ok",         "ok",        "ok",                              "ok",             "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "ok",           "ok",         "ok",                              "DEADLOCK", "OVERSOLD OVERLAP" , "OVERSOLD OVERLAP" , "ok"               , "ok"               , "OVERSOLD OVERLAP", "ok", "n/a", "n/a"]),
-    ("stage7", ["ok",               "ok",         "ok",        "OVERSOLD OVERLAP",                "ok",             "OVERSOLD OVERLAP", "n/a",              "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "SELF-BLOCKED", "REFUSED",    "OVERSOLD OVERLAP",                "ok", "n/a"              , "n/a"              , "n/a"              , "n/a"              , "n/a", "ok", "n/a", "n/a"]),
-    ("stage8", ["ok",               "ok",         "ok",        "OVERLAP",                         "ok",             "OVERLAP",          "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "OVERLAP",          "SELF-BLOCKED", "ok",         "OVERLAP",                         "ok", "OVERSOLD OVERLAP" , "OVERSOLD OVERLAP" , "ok"               , "ok"               , "OVERSOLD OVERLAP", "ok", "n/a", "n/a"]),
-    ("stage9", ["ok",               "ok",         "ok",        "ok",                              "n/a",            "OVERLAP",          "n/a",              "n/a",              "n/a",              "ok",           "n/a",        "ok",                              "n/a", "n/a"              , "n/a"              , "n/a"              , "n/a"              , "n/a", "n/a", "ok", "OVERLAP"]),
-    ("stage10",["ok",               "ok",         "ok",        "ok",                              "n/a",            "OVERLAP",          "n/a",              "n/a",              "n/a",              "ok",           "n/a",        "ok",                              "n/a", "n/a"              , "n/a"              , "n/a"              , "n/a"              , "n/a", "n/a", "ok", "ok"]),
+const ROWS: [(&str, [&str; 24]); 12] = [
+    //          contention          killed-holder crash-before slow-business                      get-del-race      gc-pause            failover            restart-w/o-pers.   clock-jump          reentrant       network-delay stale-write-first                  business-error  sentinel-failover   split-brain         split-brain-min-r.  sentinel-f.-wait    sentinel-f.-wait-other-replica  dead-waiter  leader-killed  minority-partition  cluster-failover  cluster-failover-wait  cluster-partition
+    ("stage0", ["OVERSOLD OVERLAP", "ok",         "n/a",       "OVERSOLD OVERLAP",                "n/a",            "OVERSOLD OVERLAP", "n/a",              "n/a",              "n/a",              "n/a",          "n/a",        "OVERSOLD OVERLAP",                "n/a", "n/a"              , "n/a"              , "n/a"              , "n/a"              , "n/a", "n/a", "n/a", "n/a", "n/a", "n/a", "n/a"]),
+    ("stage1", ["ok",               "DEADLOCK",   "DEADLOCK",  "ok",                              "ok",             "ok",               "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "ok",               "DEADLOCK",     "DEADLOCK",   "ok",                              "DEADLOCK", "OVERSOLD OVERLAP" , "OVERSOLD OVERLAP" , "ok"               , "ok"               , "OVERSOLD OVERLAP", "ok", "n/a", "n/a", "OVERSOLD OVERLAP FOREIGN-DELETE", "ok", "OVERSOLD OVERLAP"]),
+    ("stage2", ["ok",               "ok",         "DEADLOCK",  "OVERSOLD OVERLAP FOREIGN-DELETE", "FOREIGN-DELETE", "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "SELF-BLOCKED", "DEADLOCK",   "OVERSOLD OVERLAP FOREIGN-DELETE", "ok", "OVERSOLD OVERLAP" , "OVERSOLD OVERLAP" , "ok"               , "ok"               , "OVERSOLD OVERLAP", "ok", "n/a", "n/a", "OVERSOLD OVERLAP FOREIGN-DELETE", "ok", "OVERSOLD OVERLAP"]),
+    ("stage3", ["ok",               "ok",         "ok",        "OVERSOLD OVERLAP FOREIGN-DELETE", "FOREIGN-DELETE", "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "SELF-BLOCKED", "ok",         "OVERSOLD OVERLAP FOREIGN-DELETE", "ok", "OVERSOLD OVERLAP" , "OVERSOLD OVERLAP" , "ok"               , "ok"               , "OVERSOLD OVERLAP", "ok", "n/a", "n/a", "OVERSOLD OVERLAP FOREIGN-DELETE", "ok", "OVERSOLD OVERLAP"]),
+    ("stage4", ["ok",               "ok",         "ok",        "OVERSOLD OVERLAP",                "FOREIGN-DELETE", "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "SELF-BLOCKED", "ok",         "OVERSOLD OVERLAP",                "ok", "OVERSOLD OVERLAP" , "OVERSOLD OVERLAP" , "ok"               , "ok"               , "OVERSOLD OVERLAP", "ok", "n/a", "n/a", "OVERSOLD OVERLAP", "ok", "OVERSOLD OVERLAP"]),
+    ("stage5", ["ok",               "ok",         "ok",        "OVERSOLD OVERLAP",                "ok",             "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "SELF-BLOCKED", "ok",         "OVERSOLD OVERLAP",                "ok", "OVERSOLD OVERLAP" , "OVERSOLD OVERLAP" , "ok"               , "ok"               , "OVERSOLD OVERLAP", "ok", "n/a", "n/a", "OVERSOLD OVERLAP", "ok", "OVERSOLD OVERLAP"]),
+    ("stage6", ["ok",               "ok",         "ok",        "ok",                              "ok",             "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "ok",           "ok",         "ok",                              "DEADLOCK", "OVERSOLD OVERLAP" , "OVERSOLD OVERLAP" , "ok"               , "ok"               , "OVERSOLD OVERLAP", "ok", "n/a", "n/a", "OVERSOLD OVERLAP", "ok", "OVERSOLD OVERLAP"]),
+    ("stage6-fair", ["ok",               "ok",         "ok",        "ok",                              "ok",             "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "ok",           "ok",         "ok",                              "DEADLOCK", "OVERSOLD OVERLAP" , "OVERSOLD OVERLAP" , "ok"               , "ok"               , "OVERSOLD OVERLAP", "ok", "n/a", "n/a", "OVERSOLD OVERLAP", "ok", "OVERSOLD OVERLAP"]),
+    ("stage7", ["ok",               "ok",         "ok",        "OVERSOLD OVERLAP",                "ok",             "OVERSOLD OVERLAP", "n/a",              "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "SELF-BLOCKED", "REFUSED",    "OVERSOLD OVERLAP",                "ok", "n/a"              , "n/a"              , "n/a"              , "n/a"              , "n/a", "ok", "n/a", "n/a", "n/a", "n/a", "n/a"]),
+    ("stage8", ["ok",               "ok",         "ok",        "OVERLAP",                         "ok",             "OVERLAP",          "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "OVERLAP",          "SELF-BLOCKED", "ok",         "OVERLAP",                         "ok", "OVERSOLD OVERLAP" , "OVERSOLD OVERLAP" , "ok"               , "ok"               , "OVERSOLD OVERLAP", "ok", "n/a", "n/a", "OVERSOLD OVERLAP", "ok", "OVERSOLD OVERLAP"]),
+    ("stage9", ["ok",               "ok",         "ok",        "ok",                              "n/a",            "OVERLAP",          "n/a",              "n/a",              "n/a",              "ok",           "n/a",        "ok",                              "n/a", "n/a"              , "n/a"              , "n/a"              , "n/a"              , "n/a", "n/a", "ok", "OVERLAP", "n/a", "n/a", "n/a"]),
+    ("stage10",["ok",               "ok",         "ok",        "ok",                              "n/a",            "OVERLAP",          "n/a",              "n/a",              "n/a",              "ok",           "n/a",        "ok",                              "n/a", "n/a"              , "n/a"              , "n/a"              , "n/a"              , "n/a", "n/a", "ok", "ok", "n/a", "n/a", "n/a"]),
 ];
 
 /// What a cell should show.

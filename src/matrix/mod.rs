@@ -78,6 +78,14 @@ const SENTINEL_COLUMNS: &[&str] = &[
 /// election and for a rival to be refused over whole session TTLs, and
 /// does little else, so these too run in a pool of their own.
 const ENSEMBLE_COLUMNS: &[&str] = &["leader-killed", "minority-partition"];
+/// The Redis Cluster's columns: their cells wait the same way, on the
+/// cluster's node timeout, its election and its first two seconds (a new
+/// master serves only two seconds after it started), in a third pool.
+const CLUSTER_COLUMNS: &[&str] = &[
+    "cluster-failover",
+    "cluster-failover-wait",
+    "cluster-partition",
+];
 
 /// Runs every pair of `stages` × `scenarios`, `jobs` at a time, with a
 /// progress bar on stderr (hidden when `quiet`).
@@ -101,6 +109,7 @@ pub async fn run(
     let permits = Arc::new(Semaphore::new(jobs.max(1)));
     let sentinel_permits = Arc::new(Semaphore::new(jobs.max(1)));
     let ensemble_permits = Arc::new(Semaphore::new(jobs.max(1)));
+    let cluster_permits = Arc::new(Semaphore::new(jobs.max(1)));
     let running = Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
     let mut tasks = JoinSet::new();
     for (row, stage) in stages.iter().enumerate() {
@@ -112,6 +121,8 @@ pub async fn run(
                 sentinel_permits.clone()
             } else if ENSEMBLE_COLUMNS.contains(&scenario.name) {
                 ensemble_permits.clone()
+            } else if CLUSTER_COLUMNS.contains(&scenario.name) {
+                cluster_permits.clone()
             } else {
                 permits.clone()
             };
@@ -201,11 +212,15 @@ async fn run_cell(
 
 #[cfg(test)]
 mod tests {
-    use super::{ENSEMBLE_COLUMNS, SENTINEL_COLUMNS};
+    use super::{CLUSTER_COLUMNS, ENSEMBLE_COLUMNS, SENTINEL_COLUMNS};
 
     #[test]
     fn every_waiting_column_is_a_scenario() {
-        for name in SENTINEL_COLUMNS.iter().chain(ENSEMBLE_COLUMNS) {
+        let waiting = SENTINEL_COLUMNS
+            .iter()
+            .chain(ENSEMBLE_COLUMNS)
+            .chain(CLUSTER_COLUMNS);
+        for name in waiting {
             assert!(
                 harness::SCENARIOS.iter().any(|s| s.name == *name),
                 "no scenario `{name}`"

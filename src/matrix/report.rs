@@ -53,27 +53,35 @@ impl<'a> Report<'a> {
         let rows = self.rows();
         let scenarios = self.columns();
         let name_width = scenarios.iter().map(|s| s.len()).max().unwrap_or(0);
-        let widths = |short: bool| -> Vec<usize> {
+        let widths_of = |short: bool, compact: bool| -> Vec<usize> {
             rows.iter()
                 .map(|(stage, cells)| {
                     cells
                         .iter()
-                        .map(|c| mark(c).len())
+                        .map(|c| shown(c, compact).len())
                         .chain([header(stage, short).len()])
                         .max()
                         .unwrap_or(0)
                 })
                 .collect()
         };
-        let too_wide =
-            |widths: &[usize]| name_width + widths.iter().map(|w| w + 2).sum::<usize>() > 120;
+        let width_with = |widths: &[usize], gap: usize| {
+            name_width + widths.iter().map(|w| w + gap).sum::<usize>()
+        };
         // Stages by their names; by their numbers under a `stage` corner
         // when the names would push the table past 120 columns.
-        let short = too_wide(&widths(false));
-        let widths = widths(short);
-        // Two spaces between columns, one when a wide mark would still push
-        // the table past 120 columns.
-        let gap = if too_wide(&widths) { " " } else { "  " };
+        let short = width_with(&widths_of(false, false), 2) > 120;
+        // Two spaces between columns, one when a wide mark would push the
+        // table past 120 columns; and if that is not enough, the marks of a
+        // cell with several findings run together (`OSOLFD`: the codes are
+        // two letters each).
+        let mut widths = widths_of(short, false);
+        let wide = width_with(&widths, 2) > 120;
+        let compact = width_with(&widths, 1) > 120;
+        if compact {
+            widths = widths_of(short, true);
+        }
+        let gap = if wide { " " } else { "  " };
         let corner = if short { "stage" } else { "" };
         let mut out = format!("{corner:<name_width$}");
         for ((stage, _), width) in rows.iter().zip(&widths) {
@@ -83,9 +91,9 @@ impl<'a> Report<'a> {
         for (i, scenario) in scenarios.iter().enumerate() {
             let _ = write!(out, "{scenario:<name_width$}");
             for ((_, cells), width) in rows.iter().zip(&widths) {
-                let (text, look) = cells
-                    .get(i)
-                    .map_or((String::new(), Paint::Quiet), |c| (mark(c), look(c)));
+                let (text, look) = cells.get(i).map_or((String::new(), Paint::Quiet), |c| {
+                    (shown(c, compact), look(c))
+                });
                 // Padded first: escape codes take no room on screen.
                 let padded = format!("{text:<width$}");
                 let _ = write!(out, "{gap}{}", paint(&padded, look, colour));
@@ -244,6 +252,12 @@ pub fn legend_entries() -> Vec<(&'static str, &'static str)> {
     ));
     entries.push(("ERROR", "the scenario could not run (see matrix.json)"));
     entries
+}
+
+/// A cell's mark, its findings run together when `compact`.
+fn shown(cell: &Cell, compact: bool) -> String {
+    let text = mark(cell);
+    if compact { text.replace('+', "") } else { text }
 }
 
 /// A cell as the terminal table prints it: `ok`, each finding's short mark

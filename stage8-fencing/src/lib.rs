@@ -73,7 +73,7 @@ pub const DESCRIPTION: Description = Description {
     stage: 8,
     name: "stage8",
     title: "fencing tokens: the lock numbers its grants, the resource refuses old numbers",
-    acquire_commands: "EVAL (EXISTS key; INCR key:fencing; SET key uuid PX ttl) -> token",
+    acquire_commands: "EVAL (EXISTS key; INCR {key}:fencing; SET key uuid PX ttl) -> token",
     release_commands: "EVAL compare-and-delete",
     reentrant: false,
     nodes: 1,
@@ -103,9 +103,17 @@ return 0
 ";
 // ANCHOR_END: scripts
 
-/// Where the token counter lives: next to the lock key.
+/// Where the token counter lives: next to the lock key, and in its hash
+/// slot. A script may only touch keys of one slot on a Redis Cluster (one
+/// master serves each slot), so the counter's name carries the lock key as
+/// its hash tag (`{lock:stock}:fencing`), as Redisson names a lock's
+/// companion keys; a lock key that has a tag of its own keeps it.
 pub fn counter_key(lock_key: &str) -> String {
-    format!("{lock_key}:fencing")
+    if lock_key.contains('{') {
+        format!("{lock_key}:fencing")
+    } else {
+        format!("{{{lock_key}}}:fencing")
+    }
 }
 
 /// A granted lock: our value, and the token to show the resource.

@@ -1,6 +1,7 @@
 //! Observers: what a run saw, measured from the run itself, and the judge
 //! ([`judge()`]) that alone turns those records into findings.
 
+mod cluster;
 mod diagram;
 mod judge;
 mod keyspace;
@@ -11,6 +12,7 @@ mod sentinel;
 mod timeline;
 mod verdict;
 
+pub use cluster::{ClusterNode, ClusterWatcher, cluster_nodes, parse_cluster_nodes};
 pub use diagram::sequence_diagram;
 pub use judge::{Evidence, judge};
 pub use keyspace::{Change, KeyChange, KeyRecord, NodeKeys};

@@ -39,6 +39,10 @@ const HIDDEN: &[&str] = &[
     "COMMAND",
     // Asked by clients that find the master through Sentinel.
     "ROLE",
+    // Asked by cluster clients for the slots' masters, and by the harness
+    // for the cluster's view.
+    "CLUSTER",
+    "READONLY",
 ];
 
 /// The channel Sentinels announce themselves on, through every server they

@@ -73,6 +73,10 @@ struct Reply {
     text: String,
 }
 
+/// Where the replies of a cluster client's connection are queued: it
+/// does not say which node answered.
+const ANY_NODE: &str = "*";
+
 /// A shared, append-only log of events. Clones share it.
 #[derive(Debug, Clone)]
 pub struct Timeline {
@@ -181,9 +185,16 @@ impl Timeline {
         let mut replies = lock(&self.replies).clone();
         replies.sort_by_key(|r| r.at);
         for reply in replies {
-            if let Some(node) = nodes.get(&reply.url) {
+            // A cluster client's reply may come from any of its nodes: it
+            // is paired with the client's next command, wherever it ran.
+            let node = if reply.url.starts_with(lockcore::CLUSTER_SCHEME) {
+                Some(ANY_NODE.to_owned())
+            } else {
+                nodes.get(&reply.url).cloned()
+            };
+            if let Some(node) = node {
                 queues
-                    .entry((reply.client.clone(), node.clone()))
+                    .entry((reply.client.clone(), node))
                     .or_default()
                     .push_back(reply);
             }
@@ -191,26 +202,31 @@ impl Timeline {
         let is_command =
             |e: &Event| e.node.is_some() && e.actor != "redis" && !e.text.starts_with(' ');
         for event in events.iter_mut().filter(|e| is_command(e)) {
-            let key = (event.actor.clone(), event.node.clone().unwrap_or_default());
-            let Some(queue) = queues.get_mut(&key) else {
-                continue;
-            };
-            // Replies received before this command ran answered something else.
-            while queue.front().is_some_and(|r| r.at < event.at) {
-                queue.pop_front();
-            }
             let command = event
                 .text
                 .split(' ')
                 .next()
                 .unwrap_or_default()
                 .to_ascii_uppercase();
-            // The server ran the command between the request and its reply.
-            let fits = queue
-                .front()
-                .is_some_and(|r| r.command == command && r.sent <= event.at);
-            if fits && let Some(reply) = queue.pop_front() {
-                event.text = format!("{} -> {}", event.text, reply.text);
+            // The node's own queue first, then the client's cluster
+            // connection's, which any node may have answered.
+            let node = event.node.clone().unwrap_or_default();
+            for key in [node, ANY_NODE.to_owned()] {
+                let Some(queue) = queues.get_mut(&(event.actor.clone(), key)) else {
+                    continue;
+                };
+                // Replies received before this command ran answered something else.
+                while queue.front().is_some_and(|r| r.at < event.at) {
+                    queue.pop_front();
+                }
+                // The server ran the command between the request and its reply.
+                let fits = queue
+                    .front()
+                    .is_some_and(|r| r.command == command && r.sent <= event.at);
+                if fits && let Some(reply) = queue.pop_front() {
+                    event.text = format!("{} -> {}", event.text, reply.text);
+                    break;
+                }
             }
         }
     }

@@ -7,6 +7,8 @@
 
 mod business_error;
 mod clock_jump;
+mod cluster_failover;
+mod cluster_partition;
 mod contention;
 mod crash_before_expire;
 mod dead_waiter;
@@ -279,6 +281,54 @@ pub const SCENARIOS: &[Scenario] = &[
         title: "a partition leaves client-A with the leader alone, a minority; client-B asks the majority",
         not_applicable: minority_partition::not_applicable,
         run: |stage, env| Box::pin(minority_partition::run(stage, env)),
+    },
+    Scenario {
+        name: "cluster-failover",
+        title: "the master of the lock's slot dies before its replica has the lock; the cluster promotes the replica",
+        not_applicable: |stage| {
+            ensemble::redis_only(
+                stage,
+                "ZooKeeper: no Redis Cluster; the ensemble elects its own leader",
+            )
+            .or_else(|| cluster_failover::not_applicable(stage))
+        },
+        run: |stage, env| {
+            Box::pin(cluster_failover::run(
+                stage,
+                env,
+                cluster_failover::Confirm::Nothing,
+            ))
+        },
+    },
+    Scenario {
+        name: "cluster-failover-wait",
+        title: "the cluster failover, with client-A confirming its lock by WAIT 1 on the slot's master",
+        not_applicable: |stage| {
+            ensemble::redis_only(
+                stage,
+                "ZooKeeper: no Redis Cluster; the ensemble elects its own leader",
+            )
+            .or_else(|| cluster_failover::not_applicable(stage))
+        },
+        run: |stage, env| {
+            Box::pin(cluster_failover::run(
+                stage,
+                env,
+                cluster_failover::Confirm::Wait,
+            ))
+        },
+    },
+    Scenario {
+        name: "cluster-partition",
+        title: "the master of the lock's slot is cut off from the other nodes, not from client-A; cluster-node-timeout decides",
+        not_applicable: |stage| {
+            ensemble::redis_only(
+                stage,
+                "ZooKeeper: no Redis Cluster; a member cut off from the majority serves no writes",
+            )
+            .or_else(|| cluster_partition::not_applicable(stage))
+        },
+        run: |stage, env| Box::pin(cluster_partition::run(stage, env)),
     },
 ];
 

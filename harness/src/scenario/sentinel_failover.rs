@@ -94,7 +94,8 @@ pub(super) async fn run(stage: StageEntry, env: ScenarioEnv, confirm: Confirm) -
     // 2. A takes the lock on the master the Sentinels named.
     let held_a = a.acquire_free(timing.patience()).await?;
     if confirm != Confirm::Nothing {
-        let acknowledged = wait_for_replicas(&run, &sentinels.url(), a.name()).await?;
+        let acknowledged =
+            wait_for_replicas(&run, &sentinels.url(), a.name(), "lockstages:confirm").await?;
         run.facts.insert("replicas_acknowledged", acknowledged);
         if acknowledged == 0 {
             run.narrate("no replica acknowledged client-A's lock: client-A gives it back and does not enter");
@@ -159,12 +160,18 @@ pub(super) async fn run(stage: StageEntry, env: ScenarioEnv, confirm: Confirm) -
 /// What client-A's lock library does after the lock write when it
 /// confirms: a marker written on a connection of its own, then `WAIT 1`
 /// for it, again while no replica has acknowledged, [`WAIT_TRIES`] times at
-/// most. Returns how many replicas acknowledged.
-async fn wait_for_replicas(run: &Run, url: &str, client: &str) -> Result<i64> {
+/// most. Returns how many replicas acknowledged. `marker` is the key
+/// written (on a cluster, one in the lock key's slot, so on its master).
+pub(super) async fn wait_for_replicas(
+    run: &Run,
+    url: &str,
+    client: &str,
+    marker: &str,
+) -> Result<i64> {
     let replies = Some(run.timeline().reply_log());
     let mut conn = lockcore::connect_with_log(url, client, replies).await?;
     redis::cmd("INCR")
-        .arg("lockstages:confirm")
+        .arg(marker)
         .query_async::<i64>(&mut conn)
         .await?;
     let mut acknowledged = 0;

@@ -30,6 +30,9 @@ pub const IMAGE_VAR: &str = "LOCKSTAGES_REDIS_IMAGE";
 /// The image used when [`IMAGE_VAR`] is not set.
 pub const DEFAULT_IMAGE: &str = "redis:7-alpine";
 
+/// Why a Redis Cluster story declines the Docker backend.
+pub const CLUSTER_ON_PROCESSES: &str = "the Redis Cluster stories run on redis-server processes only (LOCKSTAGES_BACKEND=process); their containers are not built yet";
+
 /// The port a Redis server listens on in its container.
 const CONTAINER_REDIS_PORT: u16 = 6379;
 /// The port a Sentinel listens on in its container.
@@ -221,6 +224,40 @@ impl Node {
             c.join_clients_network().await?;
         }
         Ok(node)
+    }
+
+    /// Starts a Redis Cluster node on `backend`, knowing no other node yet,
+    /// with `extra_args`. Only the process backend runs clusters so far.
+    pub async fn start_cluster_node(
+        backend: &Backend,
+        label: &str,
+        extra_args: &[&str],
+    ) -> Result<Self> {
+        let server = match backend {
+            Backend::Process => {
+                Server::Process(RedisProcess::start_cluster_node(extra_args).await?)
+            }
+            Backend::Docker { .. } => {
+                return Err(HarnessError::NotApplicable(CLUSTER_ON_PROCESSES));
+            }
+            Backend::External(_) => {
+                return Err(HarnessError::NotApplicable(external::NO_FAULTS));
+            }
+        };
+        Ok(Self {
+            label: label.to_owned(),
+            server,
+        })
+    }
+
+    /// A cluster node's bus port, where the other nodes reach it.
+    pub fn cluster_bus_addr(&self) -> Option<SocketAddr> {
+        match &self.server {
+            Server::Process(p) => p
+                .cluster_port()
+                .map(|port| SocketAddr::new(self.addr().ip(), port)),
+            _ => None,
+        }
     }
 
     /// Starts a Sentinel on `backend` whose configuration file says

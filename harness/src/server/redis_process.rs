@@ -38,6 +38,10 @@ pub struct RedisProcess {
     /// A configuration file's contents, written to `dir` and named first on
     /// the command line (a sentinel needs one it can rewrite).
     config: Option<String>,
+    /// A cluster node's bus port (`--cluster-port`), picked free like the
+    /// client port: Redis's default, the client port + 10000, may be taken
+    /// or beyond the last port.
+    cluster_port: Option<u16>,
     extra_args: Vec<String>,
 }
 
@@ -49,23 +53,36 @@ impl RedisProcess {
     /// command line (`--replicaof 127.0.0.1 6379`, say), and waits until it
     /// answers PING.
     pub async fn start(extra_args: &[&str]) -> Result<Self> {
-        Self::start_configured(None, extra_args).await
+        Self::start_configured(None, extra_args, false).await
     }
 
     /// Starts a Sentinel (`redis-server sentinel.conf --sentinel`) whose
     /// configuration file says `config`, and waits until it answers PING.
     pub async fn start_sentinel(config: &str) -> Result<Self> {
-        Self::start_configured(Some(config.to_owned()), &["--sentinel"]).await
+        Self::start_configured(Some(config.to_owned()), &["--sentinel"], false).await
     }
 
-    async fn start_configured(config: Option<String>, extra_args: &[&str]) -> Result<Self> {
+    /// Starts a Redis Cluster node (`--cluster-enabled yes`) on a free
+    /// client port and a free bus port, with `extra_args`, and waits until
+    /// it answers PING. It knows no other node yet.
+    pub async fn start_cluster_node(extra_args: &[&str]) -> Result<Self> {
+        Self::start_configured(None, extra_args, true).await
+    }
+
+    async fn start_configured(
+        config: Option<String>,
+        extra_args: &[&str],
+        cluster: bool,
+    ) -> Result<Self> {
         for _ in 0..PORT_ATTEMPTS {
             let port = free_port()?;
+            let cluster_port = if cluster { Some(free_port()?) } else { None };
             let mut server = Self {
                 child: None,
                 port,
                 dir: std::env::temp_dir().join(format!("lockstages-{}-{port}", std::process::id())),
                 config: config.clone(),
+                cluster_port,
                 extra_args: extra_args.iter().map(|s| (*s).to_owned()).collect(),
             };
             match server.launch().await {
@@ -97,7 +114,14 @@ impl RedisProcess {
             .args(["--dir", &self.dir.to_string_lossy()])
             .args(["--logfile", &log.to_string_lossy()])
             .args(["--repl-diskless-load", "on-empty-db"])
-            .args(["--notify-keyspace-events", "Ex"])
+            .args(["--notify-keyspace-events", "Ex"]);
+        if let Some(bus) = self.cluster_port {
+            command
+                .args(["--cluster-enabled", "yes"])
+                .args(["--cluster-port", &bus.to_string()])
+                .args(["--cluster-config-file", "nodes.conf"]);
+        }
+        command
             .args(&self.extra_args)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -151,6 +175,11 @@ impl RedisProcess {
     /// The loopback port.
     pub fn port(&self) -> u16 {
         self.port
+    }
+
+    /// A cluster node's bus port; `None` for any other server.
+    pub fn cluster_port(&self) -> Option<u16> {
+        self.cluster_port
     }
 
     /// `127.0.0.1:<port>`.

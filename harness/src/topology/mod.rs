@@ -1,10 +1,13 @@
 //! Topologies: the shapes of servers a story runs on. The single node and
 //! Redlock's independent masters ([`redlock`]), a master and its
 //! asynchronous replica ([`replicated`]), a master with two replicas and
-//! three Sentinels that decide the failover ([`sentinel`]). Each adds to
+//! three Sentinels that decide the failover ([`sentinel`]), a Redis Cluster
+//! of three masters and three replicas that decides its own
+//! ([`cluster`]). Each adds to
 //! [`Run`](crate::scenario::Run) what its stories need; what is done to a
 //! node is in [`crate::fault`].
 
+pub(crate) mod cluster;
 pub mod redlock;
 pub(crate) mod replicated;
 pub(crate) mod sentinel;

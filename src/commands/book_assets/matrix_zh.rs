@@ -24,7 +24,7 @@ const LEGEND: [(&str, &str); 9] = [
 ];
 
 /// The Chinese of every reason a scenario gives for not applying.
-const REASONS: [(&str, &str); 32] = [
+const REASONS: [(&str, &str); 36] = [
     (
         "no lock command to crash after",
         "没有加锁命令，也就谈不上在它之后崩溃",
@@ -50,6 +50,22 @@ const REASONS: [(&str, &str); 32] = [
         "Redlock 用的是互相独立的 master，没有 replica",
     ),
     ("no lock to wait for", "没有锁可等"),
+    (
+        "Redlock needs independent masters: five lock keys on one cluster's masters share its failure detection and its failovers, so they are one system, not five",
+        "Redlock 需要互相独立的 master：五个锁 key 放在同一个集群的几个 master 上，共用这个集群的故障检测和主从切换，是一个系统，而不是五个",
+    ),
+    (
+        "ZooKeeper: no Redis Cluster; the ensemble elects its own leader",
+        "ZooKeeper：没有 Redis 集群；ZooKeeper 集群自己选出 leader",
+    ),
+    (
+        "ZooKeeper: no Redis Cluster; a member cut off from the majority serves no writes",
+        "ZooKeeper：没有 Redis 集群；与多数派断开的成员不再接受写入",
+    ),
+    (
+        "the Redis Cluster stories run on redis-server processes only (LOCKSTAGES_BACKEND=process); their containers are not built yet",
+        "Redis 集群的场景目前只在 redis-server 进程上运行（LOCKSTAGES_BACKEND=process）；它们的容器版本还没做",
+    ),
     (
         "ZooKeeper: a dead waiter's node leaves the line with its session; not yet a story here",
         "ZooKeeper：死去的等待者的节点随会话一起离开队列；这里还没有这个场景",

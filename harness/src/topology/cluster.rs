@@ -1,0 +1,503 @@
+//! The Redis Cluster topology: three masters, each with one replica, the
+//! 16384 slots split among the masters. Nobody watches the cluster from
+//! outside: its nodes ping each other on the cluster bus, call a silent
+//! master down once a majority of masters agree, and its replica promotes
+//! itself after an election among the masters. The harness never promotes
+//! anything here.
+//!
+//! Clients know the cluster by its nodes (a `redis+cluster://` URL, see
+//! `lockcore::connect`): redis-rs's cluster client asks which master serves
+//! each slot and sends each command to the master of its key's slot,
+//! following `MOVED` and `ASK`, as production cluster clients do.
+//!
+//! Nodes are placed so that `nodes[0]` (`master1`) serves the slot of the
+//! lock's key and `nodes[1]` (`replica1`) replicates it; `master2`,
+//! `replica2`, `master3`, `replica3` serve the other slots. The timeline
+//! names the slot.
+//!
+//! Timeouts are short but safe: `cluster-node-timeout` is [`NODE_TIMEOUT`]
+//! (production keeps 15 s); a live node answers a ping in well under a
+//! millisecond. What the cluster waits on besides, Redis fixes: a replica
+//! stands for election half a second to a second after its master is
+//! failed. A failover takes a second and a half or so.
+//!
+//! On the process backend every node announces relays the harness runs on
+//! loopback as its ports (see [`relay`]), so a story can hold back what a
+//! master sends its replica, or cut a master off from every other node
+//! while its clients still reach it. The Docker backend does not run these
+//! stories yet.
+
+mod relay;
+
+use std::collections::HashMap;
+use std::time::{Duration, SystemTime};
+
+use lockcore::{Connection, StageEntry};
+use tokio::time::{Instant, sleep};
+
+use self::relay::{NodeRelay, Port};
+use crate::error::{HarnessError, Result};
+use crate::observe::{ClusterWatcher, cluster_nodes};
+use crate::scenario::{Run, ScenarioEnv};
+use crate::server::{Backend, CLUSTER_ON_PROCESSES, Node, external};
+
+/// How long a node may stay silent before another calls it failing
+/// (`fail?`), and the unit of the cluster's other waits (a failure report
+/// is valid for two of these). Production keeps the default, 15 s.
+// ANCHOR: node_timeout
+const NODE_TIMEOUT: Duration = Duration::from_millis(500);
+// ANCHOR_END: node_timeout
+/// The slots, split in three ranges as `redis-cli --cluster create` does.
+const RANGES: [(u16, u16); 3] = [(0, 5460), (5461, 10922), (10923, 16383)];
+/// Labels, in the order of `run.nodes`: each master and then its replica.
+const LABELS: [&str; 6] = [
+    "master1", "replica1", "master2", "replica2", "master3", "replica3",
+];
+/// The node whose view the timeline shows: a master that is never faulted.
+const WATCHING: usize = 2;
+/// How long the nodes may take to know each other, agree on the slots and
+/// have their replicas in sync.
+const SETTLE_WITHIN: Duration = Duration::from_secs(30);
+/// How long a failover may take (a failed election is retried after twice
+/// the node timeout).
+const PROMOTED_WITHIN: Duration = Duration::from_secs(30);
+/// The lock's TTL on this topology: the articles' default, far longer than
+/// a failover here, so that a lock lost is lost to the failover and never
+/// to its expiry.
+const LEASE: Duration = Duration::from_secs(30);
+/// How often the nodes are asked while the harness waits on them.
+const POLL: Duration = Duration::from_millis(20);
+
+/// The cluster of a run: the nodes' relays, their ids, the slot of the
+/// lock's key, and the watcher of the cluster's view. Keep it for as long
+/// as the run.
+pub(crate) struct ClusterTopology {
+    /// Declared (so dropped) first: it stops asking before the nodes go.
+    watcher: Option<ClusterWatcher>,
+    /// `relays[i]`: the client and bus relays of `run.nodes[i]`.
+    relays: Vec<(NodeRelay, NodeRelay)>,
+    /// `ids[i]`: the cluster's id of `run.nodes[i]`.
+    ids: Vec<String>,
+    /// The slot of the lock's key.
+    pub(crate) slot: u16,
+    /// How long the servers took to be a cluster.
+    setup: Duration,
+    /// The harness's steps, for the line of phase times.
+    marks: std::sync::Mutex<Vec<(&'static str, SystemTime)>>,
+}
+
+/// The cluster's events a phase line shows, each the first one after the
+/// fault (or the heal).
+const TIMED_EVENTS: &[&str] = &["+pfail", "+fail", "+promoted", "+demoted"];
+
+impl ClusterTopology {
+    /// The URL clients use: every node, through its relay.
+    pub(crate) fn url(&self) -> String {
+        self.url_of(&[0, 1, 2, 3, 4, 5])
+    }
+
+    /// A cluster URL that names `nodes` only (a client that reaches no
+    /// other node starts from them).
+    pub(crate) fn url_of(&self, nodes: &[usize]) -> String {
+        let addrs: Vec<String> = nodes
+            .iter()
+            .filter_map(|&i| self.relays.get(i))
+            .map(|(client, _)| client.addr.to_string())
+            .collect();
+        lockcore::cluster_url(&addrs)
+    }
+
+    /// `redis://` of node `index` as clients reach it (its relay).
+    pub(crate) fn client_url(&self, index: usize) -> String {
+        format!("redis://{}", self.relays[index].0.addr)
+    }
+
+    /// Holds back what `nodes[master]` sends its replica; its clients'
+    /// traffic flows.
+    pub(crate) fn hold_replication(&self, master: usize) {
+        self.relays[master].0.hold_replication();
+    }
+
+    /// Cuts `nodes[master]` off from every other node and from its
+    /// replica's replication, both ways; clients still reach it.
+    pub(crate) fn cut_off(&self, run: &Run, master: usize) {
+        let id = &self.ids[master];
+        for (i, (client, bus)) in self.relays.iter().enumerate() {
+            if i == master {
+                bus.cut_all();
+                client.cut_replication();
+            } else {
+                bus.cut_from(id);
+            }
+        }
+        self.mark("fault");
+        run.narrate(format!(
+            "the harness CUTS {} off: the cluster bus between it and the five other nodes, and its replication to {}, drop everything both ways; clients still reach it",
+            run.nodes[master].label(),
+            run.nodes[master + 1].label(),
+        ));
+    }
+
+    /// Heals every cut.
+    pub(crate) fn heal(&self, run: &Run) {
+        for (client, bus) in &self.relays {
+            client.heal();
+            bus.heal();
+        }
+        self.mark("heal");
+        run.narrate("the harness HEALS the cut: every node hears every other again");
+    }
+
+    /// Notes that the harness did `step` now, for the line of phase times.
+    pub(crate) fn mark(&self, step: &'static str) {
+        self.marks
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push((step, SystemTime::now()));
+    }
+
+    /// Waits until every node in `asked` says that `nodes[replica]` serves
+    /// the lock's slot: the cluster promoted it, and any client asking
+    /// those nodes finds it.
+    pub(crate) async fn wait_for_promotion(
+        &self,
+        run: &Run,
+        replica: usize,
+        asked: &[usize],
+    ) -> Result<()> {
+        let wanted = &self.ids[replica];
+        let deadline = Instant::now() + PROMOTED_WITHIN;
+        let mut conns = Vec::new();
+        for &i in asked {
+            conns.push(lockcore::connect(&run.nodes[i].url(), "harness").await?);
+        }
+        loop {
+            let mut agreed = true;
+            for conn in &mut conns {
+                let view = cluster_nodes(conn).await.unwrap_or_default();
+                if self.slot_master(&view).as_deref() != Some(wanted.as_str()) {
+                    agreed = false;
+                    break;
+                }
+            }
+            if agreed {
+                return Ok(());
+            }
+            if Instant::now() > deadline {
+                return Err(HarnessError::Topology(format!(
+                    "the cluster did not promote {} within {PROMOTED_WITHIN:?}",
+                    run.nodes[replica].label()
+                )));
+            }
+            sleep(POLL).await;
+        }
+    }
+
+    /// The id of the master that serves the lock's slot in `view`.
+    fn slot_master(&self, view: &[crate::observe::ClusterNode]) -> Option<String> {
+        view.iter()
+            .filter(|n| n.master && !n.fail)
+            .find(|n| n.slots.iter().any(|range| covers(range, self.slot)))
+            .map(|n| n.id.clone())
+    }
+
+    /// Stops watching the cluster (before the run's reckoning, so that its
+    /// verdict is the timeline's last word), and says in the timeline how
+    /// long each phase took.
+    pub(crate) fn stop_watching(&mut self, run: &Run) {
+        self.watcher = None;
+        run.narrate(self.phase_line(run));
+    }
+
+    /// `phases: cluster up in 1.2s; fault; +pfail after 0.6s; …`.
+    fn phase_line(&self, run: &Run) -> String {
+        let mut steps = self.marks.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        let events = run.timeline().events();
+        let first_mark = steps.first().map(|(_, at)| *at);
+        for name in TIMED_EVENTS {
+            let seen = events.iter().find(|e| {
+                e.text.split_whitespace().next() == Some(name)
+                    && first_mark.is_some_and(|fault| e.at >= fault)
+            });
+            if let Some(event) = seen {
+                steps.push((name, event.at));
+            }
+        }
+        steps.sort_by_key(|(_, at)| *at);
+        let mut line = format!(
+            "phases: six nodes a cluster in {:.1}s",
+            self.setup.as_secs_f64()
+        );
+        let mut previous: Option<SystemTime> = None;
+        for (step, at) in &steps {
+            match previous {
+                None => line.push_str(&format!("; {step}")),
+                Some(before) => line.push_str(&format!(
+                    "; {step} after {:.1}s",
+                    at.duration_since(before).unwrap_or_default().as_secs_f64()
+                )),
+            }
+            previous = Some(*at);
+        }
+        line
+    }
+}
+
+/// Whether `range` (`5461-10922`, or one slot `42`) holds `slot`.
+fn covers(range: &str, slot: u16) -> bool {
+    let (low, high) = range.split_once('-').unwrap_or((range, range));
+    match (low.parse::<u16>(), high.parse::<u16>()) {
+        (Ok(low), Ok(high)) => (low..=high).contains(&slot),
+        _ => false,
+    }
+}
+
+impl Run {
+    /// Starts a Redis Cluster of three masters and three replicas (see the
+    /// module's documentation for who is where), waits until every node
+    /// knows every other, every slot is served (`cluster_state:ok`) and
+    /// every replica is in sync, then does the rest of [`Run::start`]. The
+    /// stage's clients know the cluster by all its nodes.
+    pub(crate) async fn start_with_cluster(
+        stage: StageEntry,
+        env: ScenarioEnv,
+        stock: i64,
+    ) -> Result<(Self, ClusterTopology)> {
+        if stage.description.nodes != 1 {
+            return Err(HarnessError::Unsupported(format!(
+                "{} needs {} independent masters, not one cluster",
+                stage.description.name, stage.description.nodes
+            )));
+        }
+        match env.backend {
+            Backend::Process => {}
+            Backend::Docker { .. } => {
+                return Err(HarnessError::NotApplicable(CLUSTER_ON_PROCESSES));
+            }
+            Backend::External(_) => return Err(HarnessError::NotApplicable(external::NO_FAULTS)),
+        }
+        let setup_started = Instant::now();
+        let mut env = env.for_new_run();
+        env.timing.ttl = env.timing.ttl.max(LEASE);
+
+        // Each node announces its relays as its ports, so the relays are
+        // bound first; the six servers then start at once.
+        let mut relays = Vec::new();
+        for _ in LABELS {
+            relays.push((NodeRelay::bind().await?, NodeRelay::bind().await?));
+        }
+        let timeout = NODE_TIMEOUT.as_millis().to_string();
+        let backend = &env.backend;
+        let nodes = futures_util::future::try_join_all(LABELS.iter().zip(&relays).map(
+            |(label, (client, bus))| {
+                let (client_port, bus_port) =
+                    (client.addr.port().to_string(), bus.addr.port().to_string());
+                let timeout = timeout.clone();
+                async move {
+                    // ANCHOR: cluster_config
+                    let args = [
+                        "--cluster-node-timeout",
+                        &timeout,
+                        "--cluster-announce-ip",
+                        "127.0.0.1",
+                        "--cluster-announce-port",
+                        &client_port,
+                        "--cluster-announce-bus-port",
+                        &bus_port,
+                        // Every replica stays with its master.
+                        "--cluster-allow-replica-migration",
+                        "no",
+                        // No wait before a full sync: the replica is there.
+                        "--repl-diskless-sync-delay",
+                        "0",
+                    ];
+                    // ANCHOR_END: cluster_config
+                    Node::start_cluster_node(backend, label, &args).await
+                }
+            },
+        ))
+        .await?;
+        for (node, (client, bus)) in nodes.iter().zip(&mut relays) {
+            let bus_addr = node.cluster_bus_addr().ok_or_else(|| {
+                HarnessError::Topology(format!("{} has no cluster bus", node.label()))
+            })?;
+            client.start(node.addr(), Port::Client);
+            bus.start(bus_addr, Port::Bus);
+        }
+        // One connection to each node for all the asking below.
+        let mut conns = futures_util::future::try_join_all(nodes.iter().map(|n| {
+            let url = n.url();
+            async move { lockcore::connect(&url, "harness").await }
+        }))
+        .await?;
+        let mut ids = Vec::new();
+        for conn in &mut conns {
+            ids.push(
+                redis::cmd("CLUSTER")
+                    .arg("MYID")
+                    .query_async::<String>(conn)
+                    .await?,
+            );
+        }
+        let slot = form_cluster(&mut conns, &relays, &ids).await?;
+        for replica in [1, 3, 5] {
+            redis::cmd("CLUSTER")
+                .arg("REPLICATE")
+                .arg(&ids[replica - 1])
+                .query_async::<()>(&mut conns[replica])
+                .await?;
+        }
+        wait_until_settled(&mut conns, &ids).await?;
+        drop(conns);
+
+        let mut run = Self::start_on(stage, env, stock, nodes).await?;
+        let labels: HashMap<String, String> = ids
+            .iter()
+            .zip(LABELS)
+            .map(|(id, label)| (id.clone(), label.to_owned()))
+            .collect();
+        for (i, (client, _)) in relays.iter().enumerate() {
+            run.timeline()
+                .name_node(&format!("redis://{}", client.addr), LABELS[i]);
+        }
+        let watcher = ClusterWatcher::start(
+            &run.nodes[WATCHING].url(),
+            LABELS[WATCHING],
+            run.timeline(),
+            labels,
+        )
+        .await?;
+        let topology = ClusterTopology {
+            watcher: Some(watcher),
+            relays,
+            ids,
+            slot,
+            setup: setup_started.elapsed(),
+            marks: std::sync::Mutex::new(Vec::new()),
+        };
+        run.factory.lock_urls = vec![topology.url()];
+        let (low, high) = RANGES[range_of(slot)];
+        run.narrate(format!(
+            "a Redis Cluster: 3 masters, each with a replica in sync, cluster-node-timeout {}ms; the lock key {} is in slot {slot}, served by master1 (slots {low}-{high}) and replicated to replica1; clients know the cluster by its six nodes and follow MOVED/ASK",
+            NODE_TIMEOUT.as_millis(),
+            run.factory.config.key,
+        ));
+        Ok((run, topology))
+    }
+}
+
+/// The range of [`RANGES`] that holds `slot`.
+fn range_of(slot: u16) -> usize {
+    RANGES
+        .iter()
+        .position(|(low, high)| (*low..=*high).contains(&slot))
+        .unwrap_or(0)
+}
+
+/// Gives each master its slots and its own configuration epoch (as
+/// `redis-cli --cluster create` does), the range with the lock key's slot
+/// to `nodes[0]`, and introduces every node to every other (`CLUSTER
+/// MEET`, at its relays), then waits until each knows every other by its
+/// id (`ids`). Returns the lock key's slot.
+async fn form_cluster(
+    conns: &mut [Connection],
+    relays: &[(NodeRelay, NodeRelay)],
+    ids: &[String],
+) -> Result<u16> {
+    let key = lockcore::LockConfig::with_ttl(LEASE).key;
+    let slot: u16 = redis::cmd("CLUSTER")
+        .arg("KEYSLOT")
+        .arg(&key)
+        .query_async(&mut conns[0])
+        .await?;
+    let first = range_of(slot);
+    for (n, master) in [0, 2, 4].into_iter().enumerate() {
+        let (low, high) = RANGES[(first + n) % RANGES.len()];
+        redis::cmd("CLUSTER")
+            .arg("SET-CONFIG-EPOCH")
+            .arg(n + 1)
+            .query_async::<()>(&mut conns[master])
+            .await?;
+        redis::cmd("CLUSTER")
+            .arg("ADDSLOTSRANGE")
+            .arg(low)
+            .arg(high)
+            .query_async::<()>(&mut conns[master])
+            .await?;
+    }
+    for (i, conn) in conns.iter_mut().enumerate() {
+        for (client, bus) in &relays[i + 1..] {
+            redis::cmd("CLUSTER")
+                .arg("MEET")
+                .arg(client.addr.ip().to_string())
+                .arg(client.addr.port())
+                .arg(bus.addr.port())
+                .query_async::<()>(conn)
+                .await?;
+        }
+    }
+    // Every node must know the five others before a replica can name its
+    // master.
+    let deadline = Instant::now() + SETTLE_WITHIN;
+    loop {
+        let mut known = true;
+        for conn in conns.iter_mut() {
+            // A node in the middle of a handshake is listed under a
+            // temporary id until it answers.
+            let view = cluster_nodes(conn).await?;
+            known &= ids.iter().all(|id| view.iter().any(|n| &n.id == id));
+        }
+        if known {
+            return Ok(slot);
+        }
+        if Instant::now() > deadline {
+            return Err(HarnessError::Topology(format!(
+                "the cluster's nodes did not all know each other within {SETTLE_WITHIN:?}"
+            )));
+        }
+        sleep(POLL).await;
+    }
+}
+
+/// Waits until every node says `cluster_state:ok`, sees each replica
+/// following its master (a master grants its vote only to a replica of the
+/// failed master, as it sees it), and every replica is in sync. A new
+/// master says `ok` only two seconds after it started (Redis's
+/// `CLUSTER_WRITABLE_DELAY`), most of the time this takes.
+async fn wait_until_settled(conns: &mut [Connection], ids: &[String]) -> Result<()> {
+    let deadline = Instant::now() + SETTLE_WITHIN;
+    loop {
+        let mut settled = true;
+        for (i, conn) in conns.iter_mut().enumerate() {
+            let info: String = redis::cmd("CLUSTER").arg("INFO").query_async(conn).await?;
+            let view = cluster_nodes(conn).await?;
+            let roles_known = [1, 3, 5].into_iter().all(|replica| {
+                view.iter().any(|n| {
+                    n.id == ids[replica]
+                        && !n.master
+                        && n.follows.as_ref() == Some(&ids[replica - 1])
+                })
+            });
+            settled &= info.lines().any(|l| l.trim() == "cluster_state:ok") && roles_known;
+            if i % 2 == 1 {
+                let info: String = redis::cmd("INFO")
+                    .arg("replication")
+                    .query_async(conn)
+                    .await?;
+                settled &= info.lines().any(|l| l.trim() == "master_link_status:up");
+            }
+            if !settled {
+                break;
+            }
+        }
+        if settled {
+            return Ok(());
+        }
+        if Instant::now() > deadline {
+            return Err(HarnessError::Topology(format!(
+                "the cluster was not settled (state ok, replicas known and in sync) within {SETTLE_WITHIN:?}"
+            )));
+        }
+        sleep(POLL).await;
+    }
+}
