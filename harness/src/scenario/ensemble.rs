@@ -105,6 +105,14 @@ pub const ETCD_REASONS: &[(&str, &str)] = &[
         "ZooKeeper: a dead waiter's node leaves the line with its session; not yet a story here",
         "etcd: a dead waiter's key leaves the line with its lease; not yet a story here",
     ),
+    (
+        "ZooKeeper: no Redis Cluster; the ensemble elects its own leader",
+        "etcd: no Redis Cluster; the cluster elects its own leader (Raft)",
+    ),
+    (
+        "ZooKeeper: no Redis Cluster; a member cut off from the majority serves no writes",
+        "etcd: no Redis Cluster; a member cut off from the majority serves no writes",
+    ),
 ];
 
 /// What etcd says where ZooKeeper says `reason` (a story added for the

@@ -24,7 +24,7 @@ const LEGEND: [(&str, &str); 9] = [
 ];
 
 /// The Chinese of every reason a scenario gives for not applying.
-const REASONS: [(&str, &str); 36] = [
+const REASONS: [(&str, &str); 38] = [
     (
         "no lock command to crash after",
         "没有加锁命令，也就谈不上在它之后崩溃",
@@ -61,6 +61,14 @@ const REASONS: [(&str, &str); 36] = [
     (
         "ZooKeeper: no Redis Cluster; a member cut off from the majority serves no writes",
         "ZooKeeper：没有 Redis 集群；与多数派断开的成员不再接受写入",
+    ),
+    (
+        "etcd: no Redis Cluster; the cluster elects its own leader (Raft)",
+        "etcd：没有 Redis 集群；etcd 集群靠 Raft 自己选出 leader",
+    ),
+    (
+        "etcd: no Redis Cluster; a member cut off from the majority serves no writes",
+        "etcd：没有 Redis 集群；与多数派断开的成员不再接受写入",
     ),
     (
         "the Redis Cluster stories run on redis-server processes only (LOCKSTAGES_BACKEND=process); their containers are not built yet",
