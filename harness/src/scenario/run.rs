@@ -57,7 +57,10 @@ struct KeyCleanup {
 
 impl Drop for KeyCleanup {
     fn drop(&mut self) {
-        let (url, pattern) = (self.url.clone(), format!("{}*", self.prefix));
+        // The run's keys, and those that carry a run key as their hash tag
+        // (stage 8's `{lock:stock}:fencing`).
+        let url = self.url.clone();
+        let patterns = [format!("{}*", self.prefix), format!("{{{}*", self.prefix)];
         // Its own thread and runtime: a destructor cannot await.
         let _ = std::thread::spawn(move || -> Result<()> {
             let runtime = tokio::runtime::Builder::new_current_thread()
@@ -65,25 +68,27 @@ impl Drop for KeyCleanup {
                 .build()?;
             runtime.block_on(async move {
                 let mut conn = lockcore::connect(&url, "harness-cleanup").await?;
-                let keys: Vec<String> = {
-                    let mut iter: redis::AsyncIter<String> = redis::cmd("SCAN")
-                        .cursor_arg(0)
-                        .arg("MATCH")
-                        .arg(&pattern)
-                        .clone()
-                        .iter_async(&mut conn)
-                        .await?;
-                    let mut keys = Vec::new();
-                    while let Some(key) = futures_util::StreamExt::next(&mut iter).await {
-                        keys.push(key?);
+                for pattern in &patterns {
+                    let keys: Vec<String> = {
+                        let mut iter: redis::AsyncIter<String> = redis::cmd("SCAN")
+                            .cursor_arg(0)
+                            .arg("MATCH")
+                            .arg(pattern)
+                            .clone()
+                            .iter_async(&mut conn)
+                            .await?;
+                        let mut keys = Vec::new();
+                        while let Some(key) = futures_util::StreamExt::next(&mut iter).await {
+                            keys.push(key?);
+                        }
+                        keys
+                    };
+                    if !keys.is_empty() {
+                        redis::cmd("DEL")
+                            .arg(&keys)
+                            .query_async::<()>(&mut conn)
+                            .await?;
                     }
-                    keys
-                };
-                if !keys.is_empty() {
-                    redis::cmd("DEL")
-                        .arg(&keys)
-                        .query_async::<()>(&mut conn)
-                        .await?;
                 }
                 Ok(())
             })
