@@ -23,10 +23,12 @@
 //! released included. The release pops the head of the queue, writes the
 //! head's field into the hash, and tells the head on its client's own
 //! channel, `redisson_lock__channel:{name}:<client-uuid>`, with the head's
-//! name as the message. Nobody else wakes, and the head sends nothing to
-//! take what it was given. (Redisson's head takes the lock itself when
-//! woken, and uses one channel per waiting thread; one channel per client
-//! needs one subscription for the client's whole life.)
+//! name as the message. Nobody else wakes. The head then asks the server
+//! once (`EVALSHA` refresh), which answers that the lock is its own: the
+//! message only says when to ask, never what the answer is. (Redisson's
+//! head takes the lock itself when woken, and uses one channel per waiting
+//! thread; one channel per client needs one subscription for the client's
+//! whole life.)
 //!
 //! ## What a dead waiter costs
 //!
@@ -43,17 +45,18 @@
 //!
 //! A waiter that looks and is still not named renews its deadline in the
 //! sorted set, so waiters found past their deadline when a hand-over went
-//! unanswered are dropped rather than handed the lock in turn. A waiter
-//! that was named while frozen reads the message late: it trusts a message
-//! only while its own last word to the server is recent, and otherwise asks
-//! the server whether the lock is still its own.
+//! unanswered are dropped rather than handed the lock in turn. A message
+//! may be stale (read late after a freeze, or left over from a hand-over
+//! whose lease ran out before the waiter came): the explorer once found a
+//! client let in on such a message beside the holder the server had
+//! chosen. That is why only the server's answer grants the lock.
 //!
 //! ## What it costs, what it buys
 //!
 //! In order: the lock changes hands at almost every release. Cheap: a
 //! contended hand-over costs the release script (`EVALSHA`, `HDEL`, `LPOP`,
-//! `HSET`, `PEXPIRE`, `PUBLISH`) and the next request's `EVALSHA` and
-//! `RPUSH`, where the plain lock wakes every client to lose a try. What it
+//! `HSET`, `PEXPIRE`, `PUBLISH`), the head's `EVALSHA` asking for it, and
+//! the next request's `EVALSHA` and `RPUSH`, where the plain lock wakes every client to lose a try. What it
 //! costs: the lock always travels to another process, a message later,
 //! instead of being taken again at once by the client that had it; a dead
 //! head stalls everyone behind it for a waiter timeout; and fairness is
@@ -88,8 +91,9 @@ pub const DESCRIPTION: Description = Description {
     name: "stage6-fair",
     title: "Redisson's fair lock: stage 6 with a queue; a release hands the lock to the head",
     acquire_commands: "EVALSHA enqueue (RPUSH | HSET + PEXPIRE if free); SUBSCRIBE to the \
-                       client's channel once; named by the release, or EVALSHA refresh \
-                       (ZADD deadline) every waiter timeout/3; EVALSHA renew",
+                       client's channel once; when named by the release (or every waiter \
+                       timeout/3) EVALSHA refresh (HEXISTS: ours?, else ZADD deadline); \
+                       EVALSHA renew",
     release_commands: "EVALSHA release (HDEL, LPOP head, HSET head + PEXPIRE, PUBLISH to it)",
     reentrant: true,
     nodes: 1,
@@ -221,7 +225,6 @@ impl FairLock {
         bell: &Bell<'_>,
         deadline: Instant,
     ) -> Result<bool, LockError> {
-        let mut asked = Instant::now();
         if self.enqueue(owner).await? {
             return Ok(true); // free, and nobody was waiting
         }
@@ -232,20 +235,18 @@ impl FairLock {
                 return Ok(false);
             }
             if self.wakes.is_listening() {
-                // Named by the release: the lock is already ours. Trusted
-                // only while our last word is recent: a message read late,
-                // after a freeze, may name us for a lock long expired.
-                let named = timeout(fresh.min(left), bell.rung()).await.is_ok();
-                if named && self.wakes.is_listening() && asked.elapsed() < fresh {
-                    return Ok(true);
-                }
+                // Named by a release, or a third of the waiter timeout
+                // gone: either way the lock itself is asked. A message is
+                // never taken as the grant: one left over from an earlier
+                // hand-over (whose lease ran out before we came) once let
+                // this client in beside the holder the script had chosen.
+                let _ = timeout(fresh.min(left), bell.rung()).await;
             } else {
                 // The first wait of this client: subscribe, then look at
                 // once, since a hand-over published before the SUBSCRIBE
                 // reached nobody.
                 self.wakes.listen(&self.setup, self.url()).await?;
             }
-            asked = Instant::now();
             if self.refresh(owner).await? {
                 return Ok(true);
             }
