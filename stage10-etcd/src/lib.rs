@@ -510,13 +510,17 @@ impl Members {
 
     /// Sends `request` to the member that answered last; a member that
     /// cannot serve it (down, or without a leader) passes it to the next,
-    /// round and round, for at most `patience`.
+    /// round and round, for at most twice `patience`: etcd itself may take
+    /// its request timeout (5 s and two election timeouts) to answer
+    /// "request timed out" for a proposal caught in an election, and one
+    /// such answer must not use up the whole wait (a matrix run on a busy
+    /// machine lost stage 10's minority-partition cell that way).
     async fn call<T, F, Fut>(&self, request: F) -> Result<T, LockError>
     where
         F: Fn(Client) -> Fut,
         Fut: Future<Output = Result<T, EtcdError>>,
     {
-        let deadline = Instant::now() + self.patience;
+        let deadline = Instant::now() + self.patience * 2;
         let mut index = self.current.load(Ordering::Relaxed) % self.clients.len();
         loop {
             match request(self.clients[index].clone()).await {
