@@ -312,7 +312,35 @@ impl SentinelTopology {
     /// Waits until the Sentinels announce a new master (`+switch-master`);
     /// returns its `host:port`.
     pub(crate) async fn wait_for_switch(&mut self) -> Result<String> {
-        wait_for_switch(&mut self.switches, SWITCH_WITHIN).await
+        let new_master = wait_for_switch(&mut self.switches, SWITCH_WITHIN).await?;
+        // The first Sentinel to announce it is not the last: a client that
+        // asks one still naming the dead master would wait on it (on
+        // Docker a killed node's address answers nothing, and the client
+        // timed out). The story goes on once every Sentinel names the new
+        // master.
+        let deadline = Instant::now() + SWITCH_WITHIN;
+        for sentinel in &self.sentinels {
+            let mut conn = lockcore::connect(&sentinel.url(), "harness-sentinel").await?;
+            loop {
+                let named: Vec<String> = redis::cmd("SENTINEL")
+                    .arg("GET-MASTER-ADDR-BY-NAME")
+                    .arg(SERVICE)
+                    .query_async(&mut conn)
+                    .await?;
+                if named.join(":") == new_master {
+                    break;
+                }
+                if Instant::now() > deadline {
+                    return Err(HarnessError::Topology(format!(
+                        "{} still names {} as the master, not {new_master}",
+                        sentinel.label(),
+                        named.join(":")
+                    )));
+                }
+                sleep(POLL).await;
+            }
+        }
+        Ok(new_master)
     }
 }
 
