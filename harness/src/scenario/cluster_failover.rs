@@ -59,6 +59,15 @@ pub(super) enum Confirm {
 
 /// Where the cluster stories do not apply.
 pub(super) fn not_applicable(stage: &Description) -> Option<&'static str> {
+    super::ensemble::redis_only(
+        stage,
+        "ZooKeeper: no Redis Cluster; the ensemble elects its own leader",
+    )
+    .or_else(|| not_on_a_cluster(stage))
+}
+
+/// Why a Redis stage has no story on one cluster, if it has none.
+pub(super) fn not_on_a_cluster(stage: &Description) -> Option<&'static str> {
     if stage.stage == 0 {
         Some("no lock to lose")
     } else if stage.nodes > 1 {

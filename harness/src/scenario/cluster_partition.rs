@@ -31,7 +31,7 @@
 
 use std::time::{Duration, Instant};
 
-use lockcore::StageEntry;
+use lockcore::{Description, StageEntry};
 
 use super::{Outcome, Run, ScenarioEnv};
 use crate::error::{HarnessError, Result};
@@ -53,7 +53,13 @@ const DEMOTED_WITHIN: Duration = Duration::from_secs(30);
 /// How often the old master's state is asked meanwhile.
 const POLL: Duration = Duration::from_millis(10);
 
-pub(super) use super::cluster_failover::not_applicable;
+pub(super) fn not_applicable(stage: &Description) -> Option<&'static str> {
+    super::ensemble::redis_only(
+        stage,
+        "ZooKeeper: no Redis Cluster; a member cut off from the majority serves no writes",
+    )
+    .or_else(|| super::cluster_failover::not_on_a_cluster(stage))
+}
 
 pub(super) async fn run(stage: StageEntry, env: ScenarioEnv) -> Result<Outcome> {
     let (mut run, mut cluster) = Run::start_with_cluster(stage, env, STOCK).await?;

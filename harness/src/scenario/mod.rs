@@ -285,13 +285,7 @@ pub const SCENARIOS: &[Scenario] = &[
     Scenario {
         name: "cluster-failover",
         title: "the master of the lock's slot dies before its replica has the lock; the cluster promotes the replica",
-        not_applicable: |stage| {
-            ensemble::redis_only(
-                stage,
-                "ZooKeeper: no Redis Cluster; the ensemble elects its own leader",
-            )
-            .or_else(|| cluster_failover::not_applicable(stage))
-        },
+        not_applicable: cluster_failover::not_applicable,
         run: |stage, env| {
             Box::pin(cluster_failover::run(
                 stage,
@@ -303,13 +297,7 @@ pub const SCENARIOS: &[Scenario] = &[
     Scenario {
         name: "cluster-failover-wait",
         title: "the cluster failover, with client-A confirming its lock by WAIT 1 on the slot's master",
-        not_applicable: |stage| {
-            ensemble::redis_only(
-                stage,
-                "ZooKeeper: no Redis Cluster; the ensemble elects its own leader",
-            )
-            .or_else(|| cluster_failover::not_applicable(stage))
-        },
+        not_applicable: cluster_failover::not_applicable,
         run: |stage, env| {
             Box::pin(cluster_failover::run(
                 stage,
@@ -321,13 +309,7 @@ pub const SCENARIOS: &[Scenario] = &[
     Scenario {
         name: "cluster-partition",
         title: "the master of the lock's slot is cut off from the other nodes, not from client-A; cluster-node-timeout decides",
-        not_applicable: |stage| {
-            ensemble::redis_only(
-                stage,
-                "ZooKeeper: no Redis Cluster; a member cut off from the majority serves no writes",
-            )
-            .or_else(|| cluster_partition::not_applicable(stage))
-        },
+        not_applicable: cluster_partition::not_applicable,
         run: |stage, env| Box::pin(cluster_partition::run(stage, env)),
     },
 ];
