@@ -30,12 +30,13 @@
 mod relay;
 
 use std::collections::HashMap;
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use lockcore::{Connection, StageEntry};
 use tokio::time::{Instant, sleep};
 
 use self::relay::{NodeRelay, Port};
+use super::phases::Phases;
 use crate::error::{HarnessError, Result};
 use crate::observe::{ClusterWatcher, cluster_nodes};
 use crate::scenario::{Run, ScenarioEnv};
@@ -80,10 +81,8 @@ pub(crate) struct ClusterTopology {
     ids: Vec<String>,
     /// The slot of the lock's key.
     pub(crate) slot: u16,
-    /// How long the servers took to be a cluster.
-    setup: Duration,
-    /// The harness's steps, for the line of phase times.
-    marks: std::sync::Mutex<Vec<(&'static str, SystemTime)>>,
+    /// When the story's steps happened, for its line of phase times.
+    phases: Phases,
 }
 
 /// The cluster's events a phase line shows, each the first one after the
@@ -150,10 +149,7 @@ impl ClusterTopology {
 
     /// Notes that the harness did `step` now, for the line of phase times.
     pub(crate) fn mark(&self, step: &'static str) {
-        self.marks
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .push((step, SystemTime::now()));
+        self.phases.mark(step);
     }
 
     /// Waits until every node in `asked` says that `nodes[replica]` serves
@@ -206,40 +202,7 @@ impl ClusterTopology {
     /// long each phase took.
     pub(crate) fn stop_watching(&mut self, run: &Run) {
         self.watcher = None;
-        run.narrate(self.phase_line(run));
-    }
-
-    /// `phases: cluster up in 1.2s; fault; +pfail after 0.6s; …`.
-    fn phase_line(&self, run: &Run) -> String {
-        let mut steps = self.marks.lock().unwrap_or_else(|p| p.into_inner()).clone();
-        let events = run.timeline().events();
-        let first_mark = steps.first().map(|(_, at)| *at);
-        for name in TIMED_EVENTS {
-            let seen = events.iter().find(|e| {
-                e.text.split_whitespace().next() == Some(name)
-                    && first_mark.is_some_and(|fault| e.at >= fault)
-            });
-            if let Some(event) = seen {
-                steps.push((name, event.at));
-            }
-        }
-        steps.sort_by_key(|(_, at)| *at);
-        let mut line = format!(
-            "phases: six nodes a cluster in {:.1}s",
-            self.setup.as_secs_f64()
-        );
-        let mut previous: Option<SystemTime> = None;
-        for (step, at) in &steps {
-            match previous {
-                None => line.push_str(&format!("; {step}")),
-                Some(before) => line.push_str(&format!(
-                    "; {step} after {:.1}s",
-                    at.duration_since(before).unwrap_or_default().as_secs_f64()
-                )),
-            }
-            previous = Some(*at);
-        }
-        line
+        run.narrate(self.phases.line(run));
     }
 }
 
@@ -372,8 +335,11 @@ impl Run {
             relays,
             ids,
             slot,
-            setup: setup_started.elapsed(),
-            marks: std::sync::Mutex::new(Vec::new()),
+            phases: Phases::new(
+                "the six-node cluster",
+                setup_started.elapsed(),
+                TIMED_EVENTS,
+            ),
         };
         run.factory.lock_urls = vec![topology.url()];
         let (low, high) = RANGES[range_of(slot)];

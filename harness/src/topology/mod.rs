@@ -8,6 +8,7 @@
 //! node is in [`crate::fault`].
 
 pub(crate) mod cluster;
+mod phases;
 pub mod redlock;
 pub(crate) mod replicated;
 pub(crate) mod sentinel;

@@ -38,12 +38,13 @@
 //!   is the links dropping everything both ways.
 
 use std::net::SocketAddr;
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use lockcore::StageEntry;
 use tokio::sync::watch;
 use tokio::time::{Instant, sleep};
 
+use super::phases::Phases;
 use super::replicated::{ReplicationLink, wait_in_sync};
 use crate::error::{HarnessError, Result};
 use crate::observe::{SentinelWatcher, wait_for_switch};
@@ -117,16 +118,6 @@ impl Drop for SentinelTopology {
         self.watchers.clear();
         crate::server::stop_all(std::mem::take(&mut self.sentinels));
     }
-}
-
-/// The moments a Sentinel story is timed by: the harness's own steps
-/// (marked as they happen) and the Sentinels' events (found in the
-/// timeline when the line is written).
-struct Phases {
-    /// How long the servers and the Sentinels took to be ready.
-    setup: Duration,
-    /// The harness's steps: the fault, the heal, a demoted master in sync.
-    marks: std::sync::Mutex<Vec<(&'static str, SystemTime)>>,
 }
 
 /// The Sentinel events a phase line shows, each the first one after the
@@ -255,11 +246,7 @@ impl SentinelTopology {
     /// Notes that the harness did `step` now (`"fault"`, `"heal"`, …), for
     /// the line of phase times.
     pub(crate) fn mark(&self, step: &'static str) {
-        self.phases
-            .marks
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .push((step, SystemTime::now()));
+        self.phases.mark(step);
     }
 
     /// Stops recording what the Sentinels say (before the run's reckoning,
@@ -267,46 +254,7 @@ impl SentinelTopology {
     /// timeline how long each phase took.
     pub(crate) fn stop_watching(&mut self, run: &Run) {
         self.watchers.clear();
-        run.narrate(self.phase_line(run));
-    }
-
-    /// `phases: topology up in 1.2s; fault; +odown after 0.6s; …`: each
-    /// step with the time since the one before it.
-    fn phase_line(&self, run: &Run) -> String {
-        let mut steps = self
-            .phases
-            .marks
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone();
-        let events = run.timeline().events();
-        let first_mark = steps.first().map(|(_, at)| *at);
-        for name in TIMED_EVENTS {
-            let seen = events.iter().find(|e| {
-                e.text.split_whitespace().next() == Some(name)
-                    && first_mark.is_some_and(|fault| e.at >= fault)
-            });
-            if let Some(event) = seen {
-                steps.push((name, event.at));
-            }
-        }
-        steps.sort_by_key(|(_, at)| *at);
-        let mut line = format!(
-            "phases: servers and Sentinels up in {:.1}s",
-            self.phases.setup.as_secs_f64()
-        );
-        let mut previous: Option<SystemTime> = None;
-        for (step, at) in &steps {
-            match previous {
-                None => line.push_str(&format!("; {step}")),
-                Some(before) => line.push_str(&format!(
-                    "; {step} after {:.1}s",
-                    at.duration_since(before).unwrap_or_default().as_secs_f64()
-                )),
-            }
-            previous = Some(*at);
-        }
-        line
+        run.narrate(self.phases.line(run));
     }
 
     /// Waits until the Sentinels announce a new master (`+switch-master`);
@@ -489,10 +437,11 @@ impl Run {
             sentinels,
             switches,
             paths,
-            phases: Phases {
-                setup: setup_started.elapsed(),
-                marks: std::sync::Mutex::new(Vec::new()),
-            },
+            phases: Phases::new(
+                "servers and Sentinels",
+                setup_started.elapsed(),
+                TIMED_EVENTS,
+            ),
         };
         // The Sentinels name the master by the address they reach it at.
         let master_label = run.nodes[0].label().to_owned();
