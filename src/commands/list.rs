@@ -7,14 +7,22 @@ use crate::stages::STAGES;
 /// Prints the stages and the scenarios.
 pub fn print() {
     println!("Stages:");
+    // Titles and the indented lines under them line up after the longest
+    // stage name (`stage6-fair`), as the scenarios' do below.
+    let width = STAGES
+        .iter()
+        .map(|s| s.description.name.len())
+        .max()
+        .unwrap_or(0);
+    let indent = " ".repeat(width + 3);
     for stage in STAGES {
         let d = stage.description;
-        println!("  {:<7} {}", d.name, d.title);
-        println!("          take:      {}", d.acquire_commands);
-        println!("          give back: {}", d.release_commands);
+        println!("  {:<width$} {}", d.name, d.title);
+        println!("{indent}take:      {}", d.acquire_commands);
+        println!("{indent}give back: {}", d.release_commands);
         if !d.fault_points.is_empty() {
             let points: Vec<&str> = d.fault_points.iter().map(|p| p.name()).collect();
-            println!("          fault points: {}", points.join(", "));
+            println!("{indent}fault points: {}", points.join(", "));
         }
     }
     println!("\nScenarios:");
