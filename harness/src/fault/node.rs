@@ -1,21 +1,28 @@
-//! What can be done to a lock node of a run: a proxy in front of each
-//! (replies delayed, one client cut off), `kill -9`, a restart without
-//! persistence, a clock jump. The harness itself (watchers, checks) always
-//! talks to the nodes directly; only the stage's clients go through the
-//! proxies.
+//! What can be done to a Redis node: a proxy in front of it (replies
+//! delayed, one client cut off), `kill -9`, a restart without persistence,
+//! a clock jump. Each says in the timeline what it did. They know nodes,
+//! not stories: a run ([`crate::scenario::Run`]) calls them on its lock
+//! nodes and keeps its watchers in step. The harness itself (watchers,
+//! checks) always talks to the nodes directly; only the stage's clients go
+//! through the proxies.
 
 use std::time::Duration;
 
-use crate::error::{HarnessError, Result};
+use crate::error::Result;
 use crate::fault::proxy::Proxy;
-use crate::scenario::{READERS_SERVER, Run};
-use crate::server::Node;
+use crate::observe::Timeline;
+use crate::server::{Node, external};
 
 /// One proxy per lock node, in the nodes' order.
 #[derive(Debug)]
 pub struct Proxies(Vec<Proxy>);
 
 impl Proxies {
+    /// No proxy at all (a lock on a consensus store has no Redis node).
+    pub fn none() -> Self {
+        Self(Vec::new())
+    }
+
     /// The proxy in front of lock node `index`.
     pub fn get(&self, index: usize) -> Option<&Proxy> {
         self.0.get(index)
@@ -43,98 +50,100 @@ impl Proxies {
     }
 }
 
-impl Run {
-    /// Puts a proxy in front of every lock node. Clients made from now on
-    /// (holder processes too) reach the nodes through them.
-    pub async fn put_proxies(&mut self) -> Result<Proxies> {
-        if self.ensemble.is_some() {
-            // ZooKeeper and etcd members are not Redis nodes: no proxy (yet).
-            return Ok(Proxies(Vec::new()));
-        }
-        let mut proxies = Vec::with_capacity(self.nodes.len());
-        let mut urls = Vec::with_capacity(self.nodes.len());
-        for node in &self.nodes {
-            let label = if node.is_own() {
-                node.label()
-            } else {
-                READERS_SERVER
-            };
-            let proxy = Proxy::start(node.addr(), label, self.timeline()).await?;
-            // The node's URL through the proxy: its password and database
-            // stay. Clients talk to the proxy; their replies belong to the node.
-            let url = through(&node.url(), &proxy.url());
-            self.timeline().name_node(&url, label);
-            urls.push(url);
-            proxies.push(proxy);
-        }
-        urls.truncate(self.factory.lock_urls.len());
-        self.factory.lock_urls = urls;
-        Ok(Proxies(proxies))
+/// Puts a proxy in front of each of `nodes`, and returns them with each
+/// node's URL through its proxy (password and database kept): clients given
+/// those URLs reach the nodes through the proxies.
+pub async fn put_proxies(nodes: &[Node], timeline: &Timeline) -> Result<(Proxies, Vec<String>)> {
+    let mut proxies = Vec::with_capacity(nodes.len());
+    let mut urls = Vec::with_capacity(nodes.len());
+    for node in nodes {
+        let label = if node.is_own() {
+            node.label()
+        } else {
+            external::LABEL
+        };
+        let proxy = Proxy::start(node.addr(), label, timeline).await?;
+        // Clients talk to the proxy; their replies belong to the node.
+        let url = through(&node.url(), &proxy.url());
+        timeline.name_node(&url, label);
+        urls.push(url);
+        proxies.push(proxy);
     }
+    Ok((Proxies(proxies), urls))
+}
 
-    /// Kills lock node `index` (`kill -9`): it forgets everything.
-    pub async fn kill_node(&mut self, index: usize) -> Result<()> {
-        self.unwatch(index).await?;
-        let node = self.lock_node_mut(index)?;
-        node.kill().await?;
-        let label = node.label().to_owned();
-        self.narrate(format!("[{label}] KILLED (kill -9): its memory is gone"));
-        Ok(())
+/// Kills `node` (`kill -9`): it forgets everything.
+pub async fn kill(node: &mut Node, timeline: &Timeline) -> Result<()> {
+    node.kill().await?;
+    narrate(
+        timeline,
+        format!("[{}] KILLED (kill -9): its memory is gone", node.label()),
+    );
+    Ok(())
+}
+
+/// Starts `node` again, empty (no persistence), at once if it runs, or
+/// after [`kill`]; its proxy, if it has one, follows it to its new address.
+pub async fn restart(node: &mut Node, proxy: Option<&Proxy>, timeline: &Timeline) -> Result<()> {
+    node.restart().await?;
+    if let Some(proxy) = proxy {
+        proxy.retarget(node.addr());
     }
+    narrate(
+        timeline,
+        format!(
+            "[{}] RESTARTED without persistence: it came back empty",
+            node.label()
+        ),
+    );
+    Ok(())
+}
 
-    /// Starts lock node `index` again, empty (no persistence), at once if
-    /// it runs, or after [`Run::kill_node`].
-    pub async fn restart_node(&mut self, index: usize, proxies: &Proxies) -> Result<()> {
-        self.unwatch(index).await?;
-        let node = self.lock_node_mut(index)?;
-        node.restart().await?;
-        let (label, addr) = (node.label().to_owned(), node.addr());
-        if let Some(proxy) = proxies.get(index) {
-            proxy.retarget(addr);
-        }
-        self.watch_again(index).await?;
-        self.narrate(format!(
-            "[{label}] RESTARTED without persistence: it came back empty"
-        ));
-        Ok(())
-    }
-
-    fn lock_node_mut(&mut self, index: usize) -> Result<&mut Node> {
-        self.nodes.get_mut(index).ok_or(HarnessError::NoNode(index))
-    }
-
-    /// A clock jump on lock node `index`. A Redis server's clock cannot be
-    /// moved from outside, so the harness does what the jump would do to the
-    /// lock: it takes `by` off the key's remaining TTL there (`PEXPIRE`); a
-    /// key whose time is up by then is given 1 ms, and expires at once.
-    /// Returns the key's `PTTL` before and after; a key with no TTL (`-1`)
-    /// is left alone, as no clock can make it expire.
-    pub async fn jump_clock(&self, index: usize, by: Duration) -> Result<(i64, i64)> {
-        let node = self.nodes.get(index).ok_or(HarnessError::NoNode(index))?;
-        let key = &self.factory.config.key;
-        let mut conn = lockcore::connect(&node.url(), "harness").await?;
-        let before: i64 = redis::cmd("PTTL").arg(key).query_async(&mut conn).await?;
-        let jump = i64::try_from(by.as_millis()).unwrap_or(i64::MAX);
-        self.narrate(format!(
+/// A clock jump on `node`. A Redis server's clock cannot be moved from
+/// outside, so the harness does what the jump would do to the lock: it
+/// takes `by` off `key`'s remaining TTL there (`PEXPIRE`); a key whose time
+/// is up by then is given 1 ms, and expires at once. Returns the key's
+/// `PTTL` before and after; a key with no TTL (`-1`) is left alone, as no
+/// clock can make it expire.
+pub async fn jump_clock(
+    node: &Node,
+    key: &str,
+    by: Duration,
+    timeline: &Timeline,
+) -> Result<(i64, i64)> {
+    let mut conn = lockcore::connect(&node.url(), "harness").await?;
+    let before: i64 = redis::cmd("PTTL").arg(key).query_async(&mut conn).await?;
+    let jump = i64::try_from(by.as_millis()).unwrap_or(i64::MAX);
+    narrate(
+        timeline,
+        format!(
             "[{}] its clock JUMPS {jump}ms forward (simulated: Redis's clock cannot be moved, so \
              the lock key's remaining TTL is cut by the same amount)",
             node.label()
-        ));
-        if before < 0 {
-            self.narrate(format!(
+        ),
+    );
+    if before < 0 {
+        narrate(
+            timeline,
+            format!(
                 "[{}] the lock key has no TTL (PTTL {before}): no clock touches it",
                 node.label()
-            ));
-            return Ok((before, before));
-        }
-        let left = (before - jump).max(1);
-        redis::cmd("PEXPIRE")
-            .arg(key)
-            .arg(left)
-            .query_async::<i64>(&mut conn)
-            .await?;
-        Ok((before, left))
+            ),
+        );
+        return Ok((before, before));
     }
+    let left = (before - jump).max(1);
+    redis::cmd("PEXPIRE")
+        .arg(key)
+        .arg(left)
+        .query_async::<i64>(&mut conn)
+        .await?;
+    Ok((before, left))
+}
+
+/// What the harness did, in the timeline.
+fn narrate(timeline: &Timeline, text: String) {
+    timeline.record("harness", text);
 }
 
 /// `url` (`redis://[user:password@]host:port[/db]`) with its host and port

@@ -19,7 +19,6 @@ pub use keyspace::{Change, KeyChange, KeyRecord, NodeKeys};
 pub use ledger::{Ask, Entry, ForeignDelete, Ledger, Overlap, short};
 pub use monitor::NodeWatcher;
 pub use notifications::BorrowedNotifications;
-pub(crate) use notifications::check_allowed as check_notifications_allowed;
 pub use sentinel::{SentinelWatcher, Switches, wait_for_switch};
 pub use timeline::{Event, Repeated, Timeline};
 pub use verdict::{Finding, Verdict};

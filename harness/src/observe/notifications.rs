@@ -17,7 +17,8 @@ use std::sync::OnceLock;
 
 use redis::aio::ConnectionLike;
 
-use crate::error::{HarnessError, Result};
+use crate::error::Result;
+use crate::server::external::{config_refused, notify_flags};
 
 /// `K` (keyspace channel), `g` (DEL, EXPIRE…), `$` (strings), `h`
 /// (hashes), `x` (expiries).
@@ -64,15 +65,6 @@ fn borrowed() -> &'static tokio::sync::Mutex<HashMap<String, Borrowed>> {
     BORROWED.get_or_init(tokio::sync::Mutex::default)
 }
 
-async fn notify_flags(conn: &mut impl ConnectionLike) -> redis::RedisResult<String> {
-    let (_, flags): (String, String) = redis::cmd("CONFIG")
-        .arg("GET")
-        .arg("notify-keyspace-events")
-        .query_async(conn)
-        .await?;
-    Ok(flags)
-}
-
 async fn set_notify_flags(conn: &mut impl ConnectionLike, flags: &str) -> redis::RedisResult<()> {
     redis::cmd("CONFIG")
         .arg("SET")
@@ -101,12 +93,12 @@ impl BorrowedNotifications {
             let mut conn = lockcore::connect(url, "harness-config").await?;
             let found = notify_flags(&mut conn)
                 .await
-                .map_err(|e| refused(url, &e))?;
+                .map_err(|e| config_refused(url, &e))?;
             let set = with_ours(&found);
             if set != found {
                 set_notify_flags(&mut conn, &set)
                     .await
-                    .map_err(|e| refused(url, &e))?;
+                    .map_err(|e| config_refused(url, &e))?;
             }
             map.insert(
                 url.to_owned(),
@@ -154,23 +146,6 @@ impl Drop for BorrowedNotifications {
         })
         .join();
     }
-}
-
-/// Checks, once and before any run, that the server at `url` lets the
-/// harness read (and so set) its notification flags.
-pub(crate) async fn check_allowed(url: &str, conn: &mut impl ConnectionLike) -> Result<()> {
-    notify_flags(conn)
-        .await
-        .map(drop)
-        .map_err(|e| refused(url, &e))
-}
-
-fn refused(url: &str, e: &redis::RedisError) -> HarnessError {
-    HarnessError::NoRedis(format!(
-        "{}={url}: the verdicts are read from the server's own record, which needs \
-         CONFIG (notify-keyspace-events) and MONITOR; the server refused CONFIG ({e})",
-        crate::server::URL_VAR
-    ))
 }
 
 #[cfg(test)]

@@ -20,6 +20,7 @@ mod killed_holder;
 mod leader_killed;
 mod minority_partition;
 mod network_delay;
+mod node_faults;
 mod reentrant;
 mod restart_without_persistence;
 mod run;
@@ -41,7 +42,6 @@ pub use crate::topology::redlock as redlock_topology;
 pub(crate) use crate::topology::replicated;
 pub use contention::client_name;
 pub use restart_without_persistence::run_with_restart_delay;
-pub(crate) use run::READERS_SERVER;
 pub use run::Run;
 
 use crate::error::Result;

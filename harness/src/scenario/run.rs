@@ -44,10 +44,6 @@ pub struct Run {
     pub ensemble: Option<Box<dyn Ensemble>>,
 }
 
-/// How the timeline names a reader's own server, the lock's and the
-/// database's at once.
-pub(crate) const READERS_SERVER: &str = "redis";
-
 /// Deletes every key under `prefix` on the server at `url` when dropped,
 /// however the run ends.
 struct KeyCleanup {
@@ -171,7 +167,7 @@ impl Run {
             // watcher, for the run's keys alone.
             Some(KeyCleanup { url, prefix }) => {
                 watchers.push(Some(
-                    NodeWatcher::start_on_readers_server(url, READERS_SERVER, &timeline, prefix)
+                    NodeWatcher::start_on_readers_server(url, external::LABEL, &timeline, prefix)
                         .await?,
                 ));
                 watchers.extend(nodes.iter().map(|_| None));

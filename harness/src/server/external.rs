@@ -11,10 +11,16 @@
 
 use std::net::{SocketAddr, ToSocketAddrs};
 
+use redis::aio::ConnectionLike;
+
 use crate::error::{HarnessError, Result};
 
 /// Names a reader's own server: `redis://[:password@]host:port[/db]`.
 pub const URL_VAR: &str = "LOCKSTAGES_REDIS_URL";
+
+/// How the timeline names a reader's own server, the lock's and the
+/// database's at once.
+pub(crate) const LABEL: &str = "redis";
 
 /// Why a story that faults a node does not run on a reader's server.
 pub const NO_FAULTS: &str = "it faults a Redis node, and LOCKSTAGES_REDIS_URL names a server of yours that the harness leaves alone";
@@ -105,11 +111,39 @@ pub fn check(url: &str) -> Result<()> {
             }
             // The watcher borrows the server's keyspace notifications: say
             // now, once, if it cannot.
-            crate::observe::check_notifications_allowed(&url, &mut conn).await
+            check_config_allowed(&url, &mut conn).await
         })
     })
     .join()
     .unwrap_or_else(|_| Err(HarnessError::NoRedis("the check of the server panicked".into())))
+}
+
+/// The server's `notify-keyspace-events` flags (`CONFIG GET`).
+pub(crate) async fn notify_flags(conn: &mut impl ConnectionLike) -> redis::RedisResult<String> {
+    let (_, flags): (String, String) = redis::cmd("CONFIG")
+        .arg("GET")
+        .arg("notify-keyspace-events")
+        .query_async(conn)
+        .await?;
+    Ok(flags)
+}
+
+/// Checks, once and before any run, that the server at `url` lets the
+/// harness read (and so set) its notification flags: the watchers borrow
+/// them (`observe::notifications`).
+async fn check_config_allowed(url: &str, conn: &mut impl ConnectionLike) -> Result<()> {
+    notify_flags(conn)
+        .await
+        .map(drop)
+        .map_err(|e| config_refused(url, &e))
+}
+
+/// The server at `url` refused the harness `CONFIG`.
+pub(crate) fn config_refused(url: &str, e: &redis::RedisError) -> HarnessError {
+    HarnessError::NoRedis(format!(
+        "{URL_VAR}={url}: the verdicts are read from the server's own record, which needs \
+         CONFIG (notify-keyspace-events) and MONITOR; the server refused CONFIG ({e})"
+    ))
 }
 
 fn refused(url: &str, e: &redis::RedisError) -> HarnessError {
