@@ -55,7 +55,7 @@
 //!
 //! In order: the lock changes hands at almost every release. Cheap: a
 //! contended hand-over costs the release script (`EVALSHA`, `HDEL`, `LPOP`,
-//! `HSET`, `PEXPIRE`, `PUBLISH`), the head's `EVALSHA` asking for it, and
+//! `HSET`, `PEXPIRE`, `PUBLISH`), the head's `EVALSHA` claiming it (`HEXISTS`, `PEXPIRE`), and
 //! the next request's `EVALSHA` and `RPUSH`, where the plain lock wakes every client to lose a try. What it
 //! costs: the lock always travels to another process, a message later,
 //! instead of being taken again at once by the client that had it; a dead
@@ -92,7 +92,7 @@ pub const DESCRIPTION: Description = Description {
     title: "Redisson's fair lock: stage 6 with a queue; a release hands the lock to the head",
     acquire_commands: "EVALSHA enqueue (RPUSH | HSET + PEXPIRE if free); SUBSCRIBE to the \
                        client's channel once; when named by the release (or every waiter \
-                       timeout/3) EVALSHA refresh (HEXISTS: ours?, else ZADD deadline); \
+                       timeout/3) EVALSHA refresh (HEXISTS: ours? then PEXPIRE lease, else ZADD deadline); \
                        EVALSHA renew",
     release_commands: "EVALSHA release (HDEL, LPOP head, HSET head + PEXPIRE, PUBLISH to it)",
     reentrant: true,
@@ -287,6 +287,7 @@ impl FairLock {
             .key(&self.queue)
             .key(&self.timeouts)
             .arg(owner)
+            .arg(millis(self.config.watchdog_timeout))
             .invoke_async(&mut self.conn.clone())
             .await?;
         Ok(ours == 1)

@@ -135,3 +135,46 @@ async fn a_waiter_killed_in_the_queue_is_dropped_and_the_next_one_gets_the_lock(
         "the dead waiter must leave the queue by a script's LPOP ({dropped} after the kill)"
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_head_that_claims_a_handed_over_lock_gets_the_whole_lease() {
+    // A watchdog long enough that the hand-over's short lease (a waiter
+    // timeout, a sixth of it) and the whole lease cannot be mistaken.
+    let lease = Duration::from_secs(30);
+    let node = lock_node().await;
+    let connect = |name: &str| {
+        let setup = ClientSetup::new(vec![node.url()], name, LockConfig::with_ttl(lease));
+        async move { Arc::new(FairLock::connect(setup).await.unwrap()) }
+    };
+    let holder = connect("client-A").await;
+    let waiter = connect("client-B").await;
+    holder.try_lock(PATIENCE).await.unwrap().expect("a free lock");
+    let waiting = {
+        let waiter = Arc::clone(&waiter);
+        tokio::spawn(async move { waiter.try_lock(PATIENCE).await.unwrap() })
+    };
+    queue_reaches(&node, 1).await;
+    assert_eq!(holder.unlock().await.unwrap(), Release::Deleted);
+    let held = waiting.await.unwrap().expect("the lock was handed to client-B");
+
+    // The release left the lock a waiter timeout to live; client-B's claim
+    // must have given it the whole lease, or a head told "yours" late
+    // would hold a lock that is about to expire.
+    let mut conn = lockcore::connect(&node.url(), "inspector").await.unwrap();
+    let pttl: i64 = redis::cmd("PTTL")
+        .arg("lock:stock")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    let waiter_timeout = i64::try_from(waiter.waiter_timeout().as_millis()).unwrap();
+    assert!(
+        pttl > waiter_timeout,
+        "the claimed lock has {pttl} ms left, no more than the hand-over's {waiter_timeout} ms"
+    );
+    assert_eq!(
+        lockcore::DistributedLock::release(waiter.as_ref(), &held)
+            .await
+            .unwrap(),
+        Release::Deleted
+    );
+}

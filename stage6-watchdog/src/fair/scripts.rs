@@ -57,8 +57,15 @@ return 0
 // ANCHOR: fair_refresh
 /// What a waiter runs when it has slept a third of the waiter timeout
 /// without being named (or has just subscribed). 0: the lock is ours (it
-/// was handed to us and the message was missed, or it was free and we
-/// were first). 1: still waiting, with our deadline renewed.
+/// was handed to us, or it was free and we were first). 1: still waiting,
+/// with our deadline renewed.
+///
+/// A lock handed to us lives only a waiter timeout, so that a dead head
+/// cannot hold the queue up for longer. Claiming it gives it the whole
+/// lease at once, as the plain acquire does: the claim is where the head
+/// shows it is alive, and its reply may reach it late (the explorer found
+/// a busy client told "yours" after the short hand-over lease had already
+/// run out and another client was in).
 ///
 /// A free lock with a queue means a hand-over went unanswered: its lease
 /// ran out. The script hands the lock on, dropping heads whose deadline
@@ -69,6 +76,7 @@ return 0
 /// timeout in ms, `ARGV[4]` the lock's channel.
 pub const REFRESH_SCRIPT: &str = r"
 if redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
+  redis.call('pexpire', KEYS[1], ARGV[1])
   return 0
 end
 local time = redis.call('time')
@@ -107,13 +115,18 @@ return 1
 // ANCHOR_END: fair_refresh
 
 /// A waiter that gives up leaves the queue. 1 if the lock was handed to it
-/// meanwhile (it then holds the lock), 0 otherwise.
+/// meanwhile (it then holds the lock, for a whole lease, as a claim in
+/// `REFRESH` gives it), 0 otherwise.
 ///
-/// `ARGV[1]` the owner.
+/// `ARGV[1]` the owner, `ARGV[2]` the lease in ms.
 pub const LEAVE_SCRIPT: &str = r"
 redis.call('lrem', KEYS[2], 0, ARGV[1])
 redis.call('zrem', KEYS[3], ARGV[1])
-return redis.call('hexists', KEYS[1], ARGV[1])
+if redis.call('hexists', KEYS[1], ARGV[1]) == 1 then
+  redis.call('pexpire', KEYS[1], ARGV[2])
+  return 1
+end
+return 0
 ";
 
 /// The same owner takes the lock once more: the count goes up and the
