@@ -148,14 +148,21 @@ async fn the_head_that_claims_a_handed_over_lock_gets_the_whole_lease() {
     };
     let holder = connect("client-A").await;
     let waiter = connect("client-B").await;
-    holder.try_lock(PATIENCE).await.unwrap().expect("a free lock");
+    holder
+        .try_lock(PATIENCE)
+        .await
+        .unwrap()
+        .expect("a free lock");
     let waiting = {
         let waiter = Arc::clone(&waiter);
         tokio::spawn(async move { waiter.try_lock(PATIENCE).await.unwrap() })
     };
     queue_reaches(&node, 1).await;
     assert_eq!(holder.unlock().await.unwrap(), Release::Deleted);
-    let held = waiting.await.unwrap().expect("the lock was handed to client-B");
+    let held = waiting
+        .await
+        .unwrap()
+        .expect("the lock was handed to client-B");
 
     // The release left the lock a waiter timeout to live; client-B's claim
     // must have given it the whole lease, or a head told "yours" late
