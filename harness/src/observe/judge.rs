@@ -87,7 +87,7 @@ pub fn judge(evidence: &Evidence<'_>) -> Result<(Verdict, Vec<String>)> {
             find(
                 Finding::Duplicate,
                 format!(
-                    "DUPLICATE: request {request} was charged {} times ({})",
+                    "DUPLICATE: {request} was charged {} times ({})",
                     sellers.len(),
                     sellers.join(", ")
                 ),
@@ -97,8 +97,8 @@ pub fn judge(evidence: &Evidence<'_>) -> Result<(Verdict, Vec<String>)> {
     let mut retries_refused = Vec::new();
     for (request, sellers) in charges_by_request(evidence.refused) {
         retries_refused.push(format!(
-            "the resource refused request {request} again ({}): charged once, the retry \
-             recorded as a duplicate",
+            "the resource refused {request} again ({}): charged once, the retry recorded \
+             as a duplicate",
             sellers.join(", ")
         ));
     }
@@ -324,7 +324,7 @@ mod tests {
             &["client-B request-1"],
         );
         assert_eq!(verdict, Verdict::ok());
-        assert!(said[0].contains("refused request request-1 again (client-B)"));
+        assert!(said[0].contains("refused request-1 again (client-B)"));
     }
 
     #[test]
