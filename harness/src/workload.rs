@@ -180,9 +180,9 @@ impl std::fmt::Display for Sale {
             Sale::Rejected { token } => {
                 write!(f, "write REJECTED by the resource: token {token} is stale")
             }
-            Sale::Duplicate => f.write_str(
-                "DUPLICATE REFUSED by the resource: this request id was charged before",
-            ),
+            Sale::Duplicate => {
+                f.write_str("DUPLICATE REFUSED by the resource: this request id was charged before")
+            }
         }
     }
 }
@@ -259,10 +259,7 @@ impl Database {
     pub async fn reset(&self, stock: i64) -> Result<()> {
         let mut pipe = redis::pipe();
         pipe.cmd("SET").arg(&self.keys.stock).arg(stock).ignore();
-        let del = pipe
-            .cmd("DEL")
-            .arg(&self.keys.orders)
-            .arg(&self.keys.fence);
+        let del = pipe.cmd("DEL").arg(&self.keys.orders).arg(&self.keys.fence);
         // Only a resource that checks request ids writes these two.
         if self.checks_request_ids() {
             del.arg(&self.keys.requests).arg(&self.keys.duplicates);

@@ -27,7 +27,11 @@ fn assert_retry_refused(outcome: &Outcome, client: &str) {
 #[tokio::test(flavor = "multi_thread")]
 async fn the_retried_request_waits_for_the_lock_and_is_charged_twice() {
     let outcome = run_in_test("duplicate-request", stage5::STAGE).await;
-    assert_eq!(outcome.fact("retry_waited"), 1, "the lock held the retry back");
+    assert_eq!(
+        outcome.fact("retry_waited"),
+        1,
+        "the lock held the retry back"
+    );
     assert_eq!(
         (outcome.fact("first_charged"), outcome.fact("retry_charged")),
         (1, 1)
@@ -50,7 +54,10 @@ async fn with_request_ids_the_retry_is_refused_and_charged_once() {
     );
     outcome.assert_not_fired(&[Finding::Duplicate]);
     assert_eq!(outcome.fact("orders"), 1);
-    assert_eq!(outcome.fact("stock_left"), outcome.fact("initial_stock") - 1);
+    assert_eq!(
+        outcome.fact("stock_left"),
+        outcome.fact("initial_stock") - 1
+    );
     assert_retry_refused(&outcome, "client-B");
 }
 
@@ -60,7 +67,11 @@ async fn request_ids_do_not_stop_two_different_requests_overselling_after_a_gc_p
         env.request_ids = RequestIds::Checked;
     })
     .await;
-    assert_eq!(outcome.fact("rival_acquired"), 1, "the lock expired in the pause");
+    assert_eq!(
+        outcome.fact("rival_acquired"),
+        1,
+        "the lock expired in the pause"
+    );
     outcome.assert_fired(&[Finding::Oversold]);
     outcome.assert_not_fired(&[Finding::Duplicate]);
     assert_eq!(outcome.fact("orders"), 2);

@@ -311,8 +311,7 @@ mod tests {
 
     #[test]
     fn one_request_id_on_two_orders_is_a_duplicate() {
-        let (verdict, said) =
-            orders_verdict(&["client-A request-1", "client-B request-1"], &[]);
+        let (verdict, said) = orders_verdict(&["client-A request-1", "client-B request-1"], &[]);
         assert_eq!(verdict, Verdict::of(&[Finding::Duplicate]));
         assert!(said[0].contains("request-1 was charged 2 times (client-A, client-B)"));
     }
@@ -320,7 +319,12 @@ mod tests {
     #[test]
     fn different_ids_orders_without_ids_and_a_refused_retry_are_no_duplicate() {
         let (verdict, said) = orders_verdict(
-            &["client-A", "client-A", "client-A request-1", "client-B request-2"],
+            &[
+                "client-A",
+                "client-A",
+                "client-A request-1",
+                "client-B request-2",
+            ],
             &["client-B request-1"],
         );
         assert_eq!(verdict, Verdict::ok());
