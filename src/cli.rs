@@ -39,6 +39,11 @@ pub enum Command {
         /// try stage 9 or 10 with `gc-pause`).
         #[arg(long, default_value = "reads-and-writes", value_name = "MODE")]
         fencing: String,
+        /// The resource charges each purchase's request id once (idempotent
+        /// business): try it with `duplicate-request`, and with `gc-pause`
+        /// to see what it does not fix.
+        #[arg(long)]
+        request_ids: bool,
     },
     /// Runs every scenario against every stage and compares each cell with
     /// the expected matrix. Exits 1, listing the cells, when any differs.

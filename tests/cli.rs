@@ -35,6 +35,29 @@ fn run_stage1_killed_holder_ends_in_deadlock_with_its_timeline() {
     );
 }
 
+/// `--request-ids` reaches the resource: the retried request that the
+/// plain run charges twice is charged once.
+#[test]
+fn run_with_request_ids_charges_the_retried_request_once() {
+    let verdict = |args: &[&str]| {
+        let output = lockstages(args);
+        let text = stdout(&output);
+        assert!(output.status.success(), "{text}");
+        text.lines()
+            .find_map(|l| l.strip_prefix("verdict: "))
+            .map(str::to_owned)
+            .unwrap_or_else(|| panic!("no verdict in\n{text}"))
+    };
+    assert_eq!(
+        verdict(&["run", "stage5", "duplicate-request"]),
+        "DUPLICATE"
+    );
+    assert_eq!(
+        verdict(&["run", "stage5", "duplicate-request", "--request-ids"]),
+        "ok"
+    );
+}
+
 /// The holder of stage 1's contention sells ten items in ten rounds: the
 /// timeline folds nine of them, `--every-line` prints each one.
 #[test]

@@ -2,6 +2,7 @@
 //! ledger entry for everything it does.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use lockcore::{
@@ -13,7 +14,7 @@ use crate::error::{HarnessError, Result};
 use crate::fault::FaultPlan;
 use crate::guard::LockGuard;
 use crate::observe::Ledger;
-use crate::workload::{Database, Fencing, Sale};
+use crate::workload::{Database, Fencing, RequestIds, Sale};
 
 /// Everything needed to make clients of one stage in one scenario.
 #[derive(Debug, Clone)]
@@ -31,6 +32,8 @@ pub struct ClientFactory {
     /// How stage 8's resource checks tokens (the fixed resource unless a
     /// story wants to show the write-only one).
     pub fencing: Fencing,
+    /// Whether the resource de-duplicates purchases by request id.
+    pub request_ids: RequestIds,
 }
 
 impl ClientFactory {
@@ -60,7 +63,8 @@ impl ClientFactory {
         };
         let db = Database::connect(&setup, &self.db_url)
             .await?
-            .with_fencing(self.fencing);
+            .with_fencing(self.fencing)
+            .with_request_ids(self.request_ids);
         let lock = Arc::from((self.stage.connect)(setup).await?);
         Ok(Client {
             name: name.to_owned(),
@@ -69,6 +73,7 @@ impl ClientFactory {
             ledger: self.ledger.clone(),
             faults,
             plan,
+            purchases: AtomicU32::new(0),
         })
     }
 }
@@ -101,6 +106,8 @@ pub struct Client {
     ledger: Ledger,
     faults: FaultPoints,
     plan: Arc<FaultPlan>,
+    /// Purchases so far: numbers the request ids of a checking resource.
+    purchases: AtomicU32,
 }
 
 impl Client {
@@ -198,10 +205,34 @@ impl Client {
         self.db.read_stock(held.fencing_token).await
     }
 
-    /// Finishes a purchase started with [`Client::read_stock`].
+    /// Finishes a purchase started with [`Client::read_stock`]. Against a
+    /// resource that checks request ids, the purchase carries one of its
+    /// own (`client-A#1`): a new request, never a retry.
     pub async fn sell(&self, read: i64, held: &Acquired) -> Result<Sale> {
-        let sale = self.db.sell(read, held.fencing_token).await?;
-        self.ledger.timeline().record(&self.name, sale.to_string());
+        let own = self.db.checks_request_ids().then(|| {
+            let n = self.purchases.fetch_add(1, Ordering::Relaxed) + 1;
+            format!("{}#{n}", self.name)
+        });
+        self.sell_request(read, held, own.as_deref()).await
+    }
+
+    /// Finishes a purchase that carries `request` as its request id (or
+    /// none), as the resource's [`RequestIds`] mode treats it.
+    pub async fn sell_request(
+        &self,
+        read: i64,
+        held: &Acquired,
+        request: Option<&str>,
+    ) -> Result<Sale> {
+        let sale = self
+            .db
+            .sell_request(read, held.fencing_token, request)
+            .await?;
+        let text = match request {
+            Some(request) => format!("{sale}, for {request}"),
+            None => sale.to_string(),
+        };
+        self.ledger.timeline().record(&self.name, text);
         Ok(sale)
     }
 
@@ -214,6 +245,20 @@ impl Client {
         self.sell(read, held).await
     }
 
+    /// Like [`Client::buy_one`], for a purchase that carries `request` as
+    /// its request id: the one a gateway sends again when it retries.
+    pub async fn buy_request(
+        &self,
+        held: &Acquired,
+        business: Duration,
+        request: &str,
+    ) -> Result<Sale> {
+        let read = self.read_stock(held).await?;
+        self.note_crash(self.faults.reached(Point::InCriticalSection).await)?;
+        tokio::time::sleep(business).await;
+        self.sell_request(read, held, Some(request)).await
+    }
+
     /// Buys until the stock runs out: acquire (waiting at most `wait`),
     /// buy one, release, again. Returns how many it sold.
     pub async fn shop_until_sold_out(&self, wait: Duration, business: Duration) -> Result<u32> {
@@ -223,7 +268,7 @@ impl Client {
             self.release(&held).await?.answered()?;
             match sale {
                 Sale::Sold(_) => sold += 1,
-                Sale::SoldOut | Sale::Rejected { .. } => break,
+                Sale::SoldOut | Sale::Rejected { .. } | Sale::Duplicate => break,
             }
         }
         Ok(sold)

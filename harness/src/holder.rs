@@ -24,7 +24,7 @@ use crate::client::{Client, ClientFactory, Released};
 use crate::error::{HarnessError, Result};
 use crate::observe::{Ledger, Timeline};
 use crate::process::{self, Signal};
-use crate::workload::{Fencing, Sale};
+use crate::workload::{Fencing, RequestIds, Sale};
 
 const PREFIX: &str = "@holder ";
 const ANSWER_WITHIN: Duration = Duration::from_secs(20);
@@ -54,6 +54,9 @@ pub struct HolderSpec {
     pub drift_factor: f64,
     /// [`Fencing::label`].
     pub fencing: String,
+    /// Whether the resource checks request ids ([`RequestIds::Checked`]).
+    #[serde(default)]
+    pub request_ids: bool,
 }
 
 impl HolderSpec {
@@ -70,6 +73,7 @@ impl HolderSpec {
             watchdog_timeout: config.watchdog_timeout,
             drift_factor: config.drift_factor,
             fencing: factory.fencing.label().to_owned(),
+            request_ids: factory.request_ids == RequestIds::Checked,
         }
     }
 
@@ -303,6 +307,7 @@ impl HolderProcess {
                 token: number(token, &answer)?,
             },
             ["sold-out"] => Sale::SoldOut,
+            ["duplicate"] => Sale::Duplicate,
             _ => {
                 return Err(HarnessError::Holder(format!(
                     "unexpected answer `{answer}`"
@@ -432,6 +437,11 @@ async fn serve(stage: StageEntry, spec: &str) -> Result<()> {
         fencing: Fencing::from_label(&spec.fencing).ok_or_else(|| {
             HarnessError::Holder(format!("`{}` is not a fencing mode", spec.fencing))
         })?,
+        request_ids: if spec.request_ids {
+            RequestIds::Checked
+        } else {
+            RequestIds::Ignored
+        },
     };
     let name = spec.name.as_str();
     let client = factory.client(name).await?;
@@ -468,6 +478,7 @@ async fn handle(client: &Client, held: &mut Option<Acquired>, line: &str) -> Res
                 Sale::Sold(from) => format!("sold {from}"),
                 Sale::SoldOut => "sold-out".to_owned(),
                 Sale::Rejected { token } => format!("rejected {token}"),
+                Sale::Duplicate => "duplicate".to_owned(),
             }
         }
         (["release"], Some(acquired)) => match client.release(acquired).await? {

@@ -7,6 +7,12 @@
 //!
 //! The data lives on a "database" node that no fault touches, so what a
 //! scenario breaks is the lock, never the data store.
+//!
+//! Two protections live in the resource itself, not in the lock: stage 8's
+//! fencing tokens ([`Fencing`]) and request ids ([`RequestIds`]), the
+//! idempotent business the articles end on: each purchase carries a unique
+//! id, the resource charges an id once, and a second application of the same
+//! id changes nothing but is recorded, so an observer can see it was refused.
 
 use lockcore::{ClientSetup, Connection, LockConfig, LockError};
 
@@ -18,6 +24,32 @@ pub const STOCK_KEY: &str = "stock";
 pub const ORDERS_KEY: &str = "orders";
 /// Stage 8: the highest fencing token the resource has seen.
 pub const FENCE_KEY: &str = "stock:fence";
+/// Request ids: the set of ids the resource has charged.
+pub const REQUESTS_KEY: &str = "orders:requests";
+/// Request ids: one list entry per refused second application of an id
+/// (the order it would have recorded).
+pub const DUPLICATES_KEY: &str = "orders:duplicates";
+
+/// Whether the resource de-duplicates purchases by their request id.
+///
+/// A purchase that carries a request id records it in its order
+/// (`client-B request-1`) either way, so the judge can count how often each
+/// request was charged. Only a checking resource refuses the second
+/// charge. Purchases carry ids when the story gives them one (the retried
+/// request of `duplicate-request`) and, with the check on, always: every
+/// other purchase then gets an id of its own (`client-A#1`), so that two
+/// *different* requests are never mistaken for one.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub enum RequestIds {
+    /// Ids are recorded in the orders but not checked: the resource this
+    /// project had, and the matrix's default, so its cells show what a
+    /// lock alone does to a retried request.
+    #[default]
+    Ignored,
+    /// An id already charged is refused: nothing is written but an entry
+    /// in the duplicates list (`--request-ids`).
+    Checked,
+}
 
 /// How stage 8's protected resource checks fencing tokens. Stages without
 /// tokens are not affected: their reads and writes are plain.
@@ -95,6 +127,33 @@ return 1
 ";
 // ANCHOR_END: fenced_resource
 
+// ANCHOR: idempotent_sale
+/// The idempotent sale: the stale-token check of [`FENCED_SALE`] when a
+/// token is shown (ARGV[3] is empty otherwise), then the request id. `SADD`
+/// answers 0 for an id already in the set: the request was charged before,
+/// so the stock and the orders stay as they are and the attempt is recorded
+/// in the duplicates list instead. One script, so no second application of
+/// the same id can slip between the check and the charge.
+const IDEMPOTENT_SALE: &str = r"
+if ARGV[3] ~= '' then
+  local highest = tonumber(redis.call('GET', KEYS[3]) or '-1')
+  if tonumber(ARGV[3]) < highest then
+    return 0
+  end
+end
+if redis.call('SADD', KEYS[4], ARGV[4]) == 0 then
+  redis.call('RPUSH', KEYS[5], ARGV[2])
+  return 2
+end
+if ARGV[3] ~= '' then
+  redis.call('SET', KEYS[3], ARGV[3])
+end
+redis.call('SET', KEYS[1], ARGV[1])
+redis.call('RPUSH', KEYS[2], ARGV[2])
+return 1
+";
+// ANCHOR_END: idempotent_sale
+
 /// What an attempt to sell one item did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Sale {
@@ -107,6 +166,9 @@ pub enum Sale {
         /// The writer's token.
         token: u64,
     },
+    /// The resource had charged this purchase's request id before: nothing
+    /// written, the attempt recorded as a duplicate.
+    Duplicate,
 }
 
 impl std::fmt::Display for Sale {
@@ -118,6 +180,9 @@ impl std::fmt::Display for Sale {
             Sale::Rejected { token } => {
                 write!(f, "write REJECTED by the resource: token {token} is stale")
             }
+            Sale::Duplicate => {
+                f.write_str("DUPLICATE REFUSED by the resource: this request id was charged before")
+            }
         }
     }
 }
@@ -128,6 +193,7 @@ pub struct Database {
     conn: Connection,
     client: String,
     fencing: Fencing,
+    request_ids: RequestIds,
     keys: Keys,
 }
 
@@ -139,6 +205,8 @@ struct Keys {
     stock: String,
     orders: String,
     fence: String,
+    requests: String,
+    duplicates: String,
 }
 
 impl Keys {
@@ -149,6 +217,8 @@ impl Keys {
             stock: format!("{prefix}{STOCK_KEY}"),
             orders: format!("{prefix}{ORDERS_KEY}"),
             fence: format!("{prefix}{FENCE_KEY}"),
+            requests: format!("{prefix}{REQUESTS_KEY}"),
+            duplicates: format!("{prefix}{DUPLICATES_KEY}"),
         }
     }
 }
@@ -160,6 +230,7 @@ impl Database {
             conn: setup.connect(url).await?,
             client: setup.name.clone(),
             fencing: Fencing::default(),
+            request_ids: RequestIds::default(),
             keys: Keys::beside(&setup.config.key),
         })
     }
@@ -171,17 +242,29 @@ impl Database {
         self
     }
 
-    /// Starts over: `stock` items, no orders, no fencing token seen.
+    /// The same database, de-duplicating request ids as `request_ids` says.
+    #[must_use]
+    pub fn with_request_ids(mut self, request_ids: RequestIds) -> Self {
+        self.request_ids = request_ids;
+        self
+    }
+
+    /// Whether this resource refuses a request id charged before.
+    pub fn checks_request_ids(&self) -> bool {
+        self.request_ids == RequestIds::Checked
+    }
+
+    /// Starts over: `stock` items, no orders, no fencing token seen, no
+    /// request charged.
     pub async fn reset(&self, stock: i64) -> Result<()> {
-        redis::pipe()
-            .cmd("SET")
-            .arg(&self.keys.stock)
-            .arg(stock)
-            .ignore()
-            .cmd("DEL")
-            .arg(&self.keys.orders)
-            .arg(&self.keys.fence)
-            .ignore()
+        let mut pipe = redis::pipe();
+        pipe.cmd("SET").arg(&self.keys.stock).arg(stock).ignore();
+        let del = pipe.cmd("DEL").arg(&self.keys.orders).arg(&self.keys.fence);
+        // Only a resource that checks request ids writes these two.
+        if self.checks_request_ids() {
+            del.arg(&self.keys.requests).arg(&self.keys.duplicates);
+        }
+        del.ignore()
             .query_async::<()>(&mut self.conn.clone())
             .await?;
         Ok(())
@@ -213,12 +296,53 @@ impl Database {
     /// Writes back `read - 1` and records an order, if `read` was positive.
     /// With a fencing token, the write goes through the protected resource.
     pub async fn sell(&self, read: i64, token: Option<u64>) -> Result<Sale> {
+        self.sell_request(read, token, None).await
+    }
+
+    /// Like [`Database::sell`], for a purchase that carries a request id:
+    /// the order records it, and a resource that checks request ids charges
+    /// it once ([`RequestIds`]).
+    pub async fn sell_request(
+        &self,
+        read: i64,
+        token: Option<u64>,
+        request: Option<&str>,
+    ) -> Result<Sale> {
         if read <= 0 {
             return Ok(Sale::SoldOut);
         }
         let mut conn = self.conn.clone();
         // An unchecking resource writes as if no token had been shown.
         let token = token.filter(|_| self.fencing != Fencing::Unchecked);
+        let entry = match request {
+            Some(request) => format!("{} {request}", self.client),
+            None => self.client.clone(),
+        };
+        if let (Some(request), RequestIds::Checked) = (request, self.request_ids) {
+            let answer: i64 = redis::Script::new(IDEMPOTENT_SALE)
+                .key(&self.keys.stock)
+                .key(&self.keys.orders)
+                .key(&self.keys.fence)
+                .key(&self.keys.requests)
+                .key(&self.keys.duplicates)
+                .arg(read - 1)
+                .arg(&entry)
+                .arg(token.map_or(String::new(), |t| t.to_string()))
+                .arg(request)
+                .invoke_async(&mut conn)
+                .await
+                .map_err(LockError::from)?;
+            return Ok(match (answer, token) {
+                (1, _) => Sale::Sold(read),
+                (2, _) => Sale::Duplicate,
+                (_, Some(token)) => Sale::Rejected { token },
+                (other, None) => {
+                    return Err(crate::error::HarnessError::Unsupported(format!(
+                        "the idempotent sale answered {other} to a purchase without a token"
+                    )));
+                }
+            });
+        }
         match token {
             None => {
                 redis::pipe()
@@ -228,7 +352,7 @@ impl Database {
                     .ignore()
                     .cmd("RPUSH")
                     .arg(&self.keys.orders)
-                    .arg(&self.client)
+                    .arg(&entry)
                     .ignore()
                     .query_async::<()>(&mut conn)
                     .await?;
@@ -240,7 +364,7 @@ impl Database {
                     .key(&self.keys.orders)
                     .key(&self.keys.fence)
                     .arg(read - 1)
-                    .arg(&self.client)
+                    .arg(&entry)
                     .arg(token)
                     .invoke_async(&mut conn)
                     .await
@@ -252,6 +376,28 @@ impl Database {
                 })
             }
         }
+    }
+
+    /// Every order recorded, in order: the seller's name, and after a space
+    /// the purchase's request id when it carried one.
+    pub async fn order_entries(&self) -> Result<Vec<String>> {
+        Ok(redis::cmd("LRANGE")
+            .arg(&self.keys.orders)
+            .arg(0)
+            .arg(-1)
+            .query_async(&mut self.conn.clone())
+            .await?)
+    }
+
+    /// Every second application of a request id that the resource refused,
+    /// as the order it would have recorded.
+    pub async fn refused_duplicates(&self) -> Result<Vec<String>> {
+        Ok(redis::cmd("LRANGE")
+            .arg(&self.keys.duplicates)
+            .arg(0)
+            .arg(-1)
+            .query_async(&mut self.conn.clone())
+            .await?)
     }
 
     /// How many orders were recorded.

@@ -24,6 +24,7 @@ fn env_on(url: &str) -> ScenarioEnv {
         launcher: Launcher::this_test_binary(),
         timing: Timing::default(),
         fencing: Default::default(),
+        request_ids: Default::default(),
     }
 }
 

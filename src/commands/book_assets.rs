@@ -29,7 +29,7 @@ use std::path::Path;
 use harness::ScenarioEnv;
 use harness::observe::{Finding, Timeline, sequence_diagram};
 use harness::server::Backend;
-use harness::workload::Fencing;
+use harness::workload::{Fencing, RequestIds};
 
 use super::run::launcher;
 use super::{scenario_named, stage_named, write_file};
@@ -55,6 +55,8 @@ pub struct BookRun {
     pub chapter: &'static str,
     /// Stage 8's resource: the fix, or the write-only lesson.
     pub fencing: Fencing,
+    /// Whether the resource charges a request id once (`--request-ids`).
+    pub request_ids: RequestIds,
 }
 
 /// Every run the book shows. To show another, add its line, run
@@ -99,6 +101,16 @@ pub const BOOK_RUNS: &[BookRun] = &[
         fencing: Fencing::WriteOnly,
         ..run("stage8", "stale-write-first", "stage8.md")
     },
+    run("stage5", "duplicate-request", "idempotency.md"),
+    run("stage6", "duplicate-request", "idempotency.md"),
+    BookRun {
+        request_ids: RequestIds::Checked,
+        ..run("stage5", "duplicate-request", "idempotency.md")
+    },
+    BookRun {
+        request_ids: RequestIds::Checked,
+        ..run("stage5", "gc-pause", "idempotency.md")
+    },
 ];
 
 const fn run(stage: &'static str, scenario: &'static str, chapter: &'static str) -> BookRun {
@@ -107,15 +119,20 @@ const fn run(stage: &'static str, scenario: &'static str, chapter: &'static str)
         scenario,
         chapter,
         fencing: Fencing::ReadsAndWrites,
+        request_ids: RequestIds::Ignored,
     }
 }
 
 impl BookRun {
     /// `stage4-get-del-race`: the name of its files.
     pub fn base(&self) -> String {
-        match self.fencing {
+        let base = match self.fencing {
             Fencing::ReadsAndWrites => format!("{}-{}", self.stage, self.scenario),
             other => format!("{}-{}-{}", self.stage, self.scenario, other.label()),
+        };
+        match self.request_ids {
+            RequestIds::Ignored => base,
+            RequestIds::Checked => format!("{base}-request-ids"),
         }
     }
 
@@ -125,8 +142,12 @@ impl BookRun {
             Fencing::ReadsAndWrites => String::new(),
             other => format!(" --fencing {}", other.label()),
         };
+        let ids = match self.request_ids {
+            RequestIds::Ignored => "",
+            RequestIds::Checked => " --request-ids",
+        };
         format!(
-            "cargo run --release -- run {} {}{flag}",
+            "cargo run --release -- run {} {}{flag}{ids}",
             self.stage, self.scenario
         )
     }
@@ -238,8 +259,19 @@ async fn run_scenario(r: &BookRun) -> Result<Timeline, Failure> {
     let stage = stage_named(r.stage)?;
     let scenario = scenario_named(r.scenario)?;
     eprintln!("running {} x {}", r.stage, r.scenario);
-    let env = ScenarioEnv::new(Backend::from_env()?, launcher(&stage)?, r.fencing);
+    let env = ScenarioEnv::new(Backend::from_env()?, launcher(&stage)?, r.fencing)
+        .with_request_ids(r.request_ids);
     let outcome = (scenario.run)(stage, env).await?;
+    // With request ids checked the matrix's cell does not apply: a retry
+    // must not be charged twice, and two different requests are not one.
+    if r.request_ids == RequestIds::Checked && outcome.verdict.has(Finding::Duplicate) {
+        return Err(Failure::failed(format!(
+            "{} gave {}, but a resource that checks request ids charges one once: nothing \
+             written for it",
+            r.base(),
+            outcome.verdict
+        )));
+    }
     // The book tells the story the matrix asserts (the matrix runs the
     // fixed resource; the write-only lesson must oversell); a run that
     // came out otherwise is not written.
@@ -252,6 +284,7 @@ async fn run_scenario(r: &BookRun) -> Result<Timeline, Failure> {
     }
     if let Some(Expected::Verdict(want)) = expected(r.stage, r.scenario)
         && r.fencing == Fencing::ReadsAndWrites
+        && r.request_ids == RequestIds::Ignored
         && want != outcome.verdict
     {
         return Err(Failure::failed(format!(

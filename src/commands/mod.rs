@@ -9,7 +9,7 @@ mod matrix;
 mod run;
 
 use harness::Scenario;
-use harness::workload::Fencing;
+use harness::workload::{Fencing, RequestIds};
 use lockcore::StageEntry;
 
 use crate::cli::Command;
@@ -29,12 +29,14 @@ pub async fn dispatch(command: Command) -> Result<(), Failure> {
             every_line,
             html,
             fencing,
+            request_ids,
         } => {
             let output = run::Output {
                 diagram,
                 every_line,
                 html: html.as_deref(),
                 fencing: fencing_named(&fencing)?,
+                request_ids: request_ids_if(request_ids),
             };
             run::run(stage_named(&stage)?, scenario_named(&scenario)?, output).await
         }
@@ -72,6 +74,15 @@ pub async fn dispatch(command: Command) -> Result<(), Failure> {
         }
         Command::Explore(args) => explore::run(args).await,
         Command::Holder { .. } => unreachable!("the holder runs without the CLI's runtime"),
+    }
+}
+
+/// The resource's request-id mode for the `--request-ids` flag.
+pub fn request_ids_if(checked: bool) -> RequestIds {
+    if checked {
+        RequestIds::Checked
+    } else {
+        RequestIds::Ignored
     }
 }
 

@@ -5,7 +5,7 @@ use std::path::Path;
 use harness::holder::Launcher;
 use harness::observe::{Finding, sequence_diagram};
 use harness::server::Backend;
-use harness::workload::Fencing;
+use harness::workload::{Fencing, RequestIds};
 use harness::{Scenario, ScenarioEnv};
 use lockcore::StageEntry;
 
@@ -39,6 +39,8 @@ pub struct Output<'a> {
     pub html: Option<&'a Path>,
     /// How stage 8's resource checks fencing tokens.
     pub fencing: Fencing,
+    /// Whether the resource charges a request id once (`--request-ids`).
+    pub request_ids: RequestIds,
 }
 
 /// Runs `scenario` against `stage` and prints the timeline (or diagram)
@@ -79,7 +81,8 @@ pub async fn run(
         say(format!("verdict: n/a ({reason})"));
         return Ok(());
     }
-    let env = ScenarioEnv::new(Backend::from_env()?, launcher(&stage)?, output.fencing);
+    let env = ScenarioEnv::new(Backend::from_env()?, launcher(&stage)?, output.fencing)
+        .with_request_ids(output.request_ids);
     let outcome = (scenario.run)(stage, env).await?;
     if output.diagram {
         print!("{}", sequence_diagram(&outcome.timeline));

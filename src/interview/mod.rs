@@ -20,7 +20,7 @@ mod questions;
 pub mod screen;
 
 use harness::observe::{Finding, Verdict};
-use harness::workload::Fencing;
+use harness::workload::{Fencing, RequestIds};
 
 pub use questions::QUESTIONS;
 
@@ -42,6 +42,16 @@ const WRITE_ONLY: [(u8, &str, &[Finding]); 1] = [(
     "stale-write-first",
     &[Finding::Oversold, Finding::Overlap],
 )];
+
+/// Runs with the resource checking request ids (`--request-ids`), which
+/// the matrix leaves out: the retried request is charged once, and two
+/// different requests after a GC pause still oversell
+/// (`stage5/tests/idempotency.rs`, `stage8/tests/idempotency.rs`).
+const WITH_REQUEST_IDS: [(u8, &str, &[Finding]); 3] = [
+    (5, "duplicate-request", &[]),
+    (8, "duplicate-request", &[]),
+    (5, "gc-pause", &[Finding::Oversold, Finding::Overlap]),
+];
 
 /// One interview question and everything that answers it.
 #[derive(Debug)]
@@ -81,6 +91,8 @@ pub struct Probe {
     /// How stage 8's resource checks tokens: the matrix's default, or the
     /// write-only resource a question needs to show why it is not enough.
     pub fencing: Fencing,
+    /// Whether the resource charges a request id once (`--request-ids`).
+    pub request_ids: RequestIds,
     /// The verdict the question's answer says this run shows (`ok`, or the
     /// findings' labels). A test holds it against [`Probe::expected`], so a
     /// change to the expected matrix points at the answers to read again.
@@ -132,6 +144,14 @@ impl Probe {
     /// `stage8 stale-write-first`, with `--fencing write-only` when the
     /// run uses the write-only resource.
     pub fn label(&self) -> String {
+        let label = self.fencing_label();
+        match self.request_ids {
+            RequestIds::Ignored => label,
+            RequestIds::Checked => format!("{label} --request-ids"),
+        }
+    }
+
+    fn fencing_label(&self) -> String {
         match self.fencing {
             Fencing::ReadsAndWrites => format!("{} {}", self.stage_name(), self.scenario),
             other => format!(
@@ -153,6 +173,12 @@ impl Probe {
     /// not run) what `stage8/tests/stale_writer.rs` shows.
     pub fn expected(&self) -> Option<Verdict> {
         use crate::matrix::{Expected, expected};
+        if self.request_ids == RequestIds::Checked {
+            return WITH_REQUEST_IDS
+                .iter()
+                .find(|(stage, scenario, _)| *stage == self.stage && *scenario == self.scenario)
+                .map(|(_, _, findings)| Verdict::of(findings));
+        }
         match self.fencing {
             Fencing::ReadsAndWrites => match expected(&self.stage_name(), self.scenario)? {
                 Expected::Verdict(verdict) => Some(verdict),

@@ -2,8 +2,8 @@
 //! started with, then what the source articles and interviewers add. Each answer is
 //! short; the runs and the chapter it points to say the rest.
 
-use harness::observe::Finding::{Deadlock, ForeignDelete, Overlap, Oversold, Refused};
-use harness::workload::Fencing;
+use harness::observe::Finding::{Deadlock, Duplicate, ForeignDelete, Overlap, Oversold, Refused};
+use harness::workload::{Fencing, RequestIds};
 
 use super::Watch::{Clean, Fires};
 use super::{Probe, Question, TestTarget};
@@ -14,7 +14,16 @@ pub(super) const fn on(stage: u8, scenario: &'static str, says: &'static str) ->
         stage,
         scenario,
         fencing: Fencing::ReadsAndWrites,
+        request_ids: RequestIds::Ignored,
         says,
+    }
+}
+
+/// A run against a resource that charges each request id once.
+const fn with_ids(stage: u8, scenario: &'static str, says: &'static str) -> Probe {
+    Probe {
+        request_ids: RequestIds::Checked,
+        ..on(stage, scenario, says)
     }
 }
 
@@ -24,6 +33,7 @@ const fn write_only(stage: u8, scenario: &'static str, says: &'static str) -> Pr
         stage,
         scenario,
         fencing: Fencing::WriteOnly,
+        request_ids: RequestIds::Ignored,
         says,
     }
 }
@@ -60,6 +70,7 @@ const STAGE8: (&str, &str) = ("Stage 8: fencing tokens", "stage8.md");
 const MATRIX: (&str, &str) = ("The matrix", "matrix.md");
 const DEBATE: (&str, &str) = ("The Redlock debate", "redlock-debate.md");
 const CHOOSING: (&str, &str) = ("Choosing a lock", "choosing.md");
+const IDEMPOTENCY: (&str, &str) = ("Idempotency, the last defence", "idempotency.md");
 
 /// Every question, numbered from 1 in this order.
 pub const QUESTIONS: &[Question] = &[
@@ -1104,5 +1115,43 @@ pub const QUESTIONS: &[Question] = &[
                    both orders: OVERLAP without OVERSOLD.",
         sources: &[KLEPPMANN],
         read_next: STAGE8,
+    },
+    // 36
+    Question {
+        ask: "What does idempotency add to a lock, and what does it not?",
+        answer: "A lock decides who goes first; it never knows whether the work was done before. \
+                 A gateway that times out on a slow instance sends the same request to another: \
+                 the retry waits for the lock, gets it once the first instance has charged and \
+                 released, and charges again. Every stage does this, the watchdog and the \
+                 fencing token included (the retry's token is the newer one).\n\n\
+                 Idempotency adds the missing memory: each charge carries a unique request id \
+                 (a serial number), and the resource records the id in the same atomic step as \
+                 the charge, so a second application changes nothing.\n\n\
+                 What it does not add is mutual exclusion. Two *different* requests are two \
+                 charges by right: when a paused holder's lock expires and a rival sells the \
+                 last item, the thawed holder's purchase has its own id and oversells all the \
+                 same. That is the fencing token's job (or a lock that does not expire under a \
+                 living holder). Use both: the lock for efficiency, the id and the token for \
+                 correctness.",
+        java: None,
+        predict: "Which of these charge one request twice: the gateway's retry on stage 5 or on \
+                  stage 8, each without or with request ids?",
+        watch: Fires(Duplicate),
+        runs: &[
+            on(5, "duplicate-request", "DUPLICATE"),
+            on(8, "duplicate-request", "DUPLICATE"),
+            with_ids(5, "duplicate-request", "ok"),
+            with_ids(8, "duplicate-request", "ok"),
+            with_ids(5, "gc-pause", "OVERSOLD OVERLAP"),
+        ],
+        marks: &["gateway", "request-1", "DUPLICATE", "OVERSOLD"],
+        tests: &[test("stage5", "idempotency"), test("stage8", "idempotency")],
+        look_for: "Without request ids client-B waits for the lock, then charges request-1 a \
+                   second time: DUPLICATE on both stages, the lock and the token working as \
+                   designed. With `--request-ids` the resource answers DUPLICATE REFUSED and \
+                   the order is charged once. The last run has request ids on too and still \
+                   oversells: client-A#1 and client-B#1 are different requests.",
+        sources: &[KLEPPMANN],
+        read_next: IDEMPOTENCY,
     },
 ];

@@ -68,6 +68,19 @@
 //!   partition story client-B has given the lock back before client-A's
 //!   release, so nothing foreign is left to delete.
 //!
+//! - duplicate-request (new): the gateway's retry of a request the first
+//!   instance was slow to charge. No lock expires in it (a 3 s TTL), and
+//!   every stage serialises the two instances: the retry waits for the
+//!   lock, then charges the same request again (DUPLICATE), stage 6's
+//!   watchdog and stage 8's token included (the retry's token is the newer
+//!   one). Stage 0 has no lock to wait for: the retry charges while the
+//!   first instance is inside (OVERLAP too). The column runs without
+//!   request ids, the matrix's default; with `--request-ids` the resource
+//!   refuses the second charge and the cells are ok (stage 0: OVERLAP),
+//!   which `tests/` in stages 5 and 8 assert. What request ids do not fix:
+//!   two *different* requests under stage 5's gc-pause still oversell
+//!   (`stage5/tests/idempotency.rs`).
+//!
 //! One row per stage, one column per scenario, in `harness::SCENARIOS`
 //! order. A cell is `ok`, `n/a`, or the findings that must fire, separated
 //! by spaces.
@@ -75,7 +88,7 @@
 use harness::observe::{Finding, Verdict};
 
 /// The columns, in order; checked against `harness::SCENARIOS` by a test.
-pub const COLUMNS: [&str; 24] = [
+pub const COLUMNS: [&str; 25] = [
     "contention",
     "killed-holder",
     "crash-before-expire",
@@ -100,23 +113,24 @@ pub const COLUMNS: [&str; 24] = [
     "cluster-failover",
     "cluster-failover-wait",
     "cluster-partition",
+    "duplicate-request",
 ];
 
 #[rustfmt::skip]
-const ROWS: [(&str, [&str; 24]); 12] = [
-    //          contention          killed-holder crash-before slow-business                      get-del-race      gc-pause            failover            restart-w/o-pers.   clock-jump          reentrant       network-delay stale-write-first                  business-error  sentinel-failover   split-brain         split-brain-min-r.  sentinel-f.-wait    sentinel-f.-wait-other-replica  dead-waiter  leader-killed  minority-partition  cluster-failover  cluster-failover-wait  cluster-partition
-    ("stage0", ["OVERSOLD OVERLAP", "ok",         "n/a",       "OVERSOLD OVERLAP",                "n/a",            "OVERSOLD OVERLAP", "n/a",              "n/a",              "n/a",              "n/a",          "n/a",        "OVERSOLD OVERLAP",                "n/a", "n/a"              , "n/a"              , "n/a"              , "n/a"              , "n/a", "n/a", "n/a", "n/a", "n/a", "n/a", "n/a"]),
-    ("stage1", ["ok",               "DEADLOCK",   "DEADLOCK",  "ok",                              "ok",             "ok",               "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "ok",               "DEADLOCK",     "DEADLOCK",   "ok",                              "DEADLOCK", "OVERSOLD OVERLAP" , "OVERSOLD OVERLAP" , "ok"               , "ok"               , "OVERSOLD OVERLAP", "ok", "n/a", "n/a", "OVERSOLD OVERLAP FOREIGN-DELETE", "ok", "OVERSOLD OVERLAP"]),
-    ("stage2", ["ok",               "ok",         "DEADLOCK",  "OVERSOLD OVERLAP FOREIGN-DELETE", "FOREIGN-DELETE", "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "SELF-BLOCKED", "DEADLOCK",   "OVERSOLD OVERLAP FOREIGN-DELETE", "ok", "OVERSOLD OVERLAP" , "OVERSOLD OVERLAP" , "ok"               , "ok"               , "OVERSOLD OVERLAP", "ok", "n/a", "n/a", "OVERSOLD OVERLAP FOREIGN-DELETE", "ok", "OVERSOLD OVERLAP"]),
-    ("stage3", ["ok",               "ok",         "ok",        "OVERSOLD OVERLAP FOREIGN-DELETE", "FOREIGN-DELETE", "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "SELF-BLOCKED", "ok",         "OVERSOLD OVERLAP FOREIGN-DELETE", "ok", "OVERSOLD OVERLAP" , "OVERSOLD OVERLAP" , "ok"               , "ok"               , "OVERSOLD OVERLAP", "ok", "n/a", "n/a", "OVERSOLD OVERLAP FOREIGN-DELETE", "ok", "OVERSOLD OVERLAP"]),
-    ("stage4", ["ok",               "ok",         "ok",        "OVERSOLD OVERLAP",                "FOREIGN-DELETE", "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "SELF-BLOCKED", "ok",         "OVERSOLD OVERLAP",                "ok", "OVERSOLD OVERLAP" , "OVERSOLD OVERLAP" , "ok"               , "ok"               , "OVERSOLD OVERLAP", "ok", "n/a", "n/a", "OVERSOLD OVERLAP", "ok", "OVERSOLD OVERLAP"]),
-    ("stage5", ["ok",               "ok",         "ok",        "OVERSOLD OVERLAP",                "ok",             "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "SELF-BLOCKED", "ok",         "OVERSOLD OVERLAP",                "ok", "OVERSOLD OVERLAP" , "OVERSOLD OVERLAP" , "ok"               , "ok"               , "OVERSOLD OVERLAP", "ok", "n/a", "n/a", "OVERSOLD OVERLAP", "ok", "OVERSOLD OVERLAP"]),
-    ("stage6", ["ok",               "ok",         "ok",        "ok",                              "ok",             "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "ok",           "ok",         "ok",                              "DEADLOCK", "OVERSOLD OVERLAP" , "OVERSOLD OVERLAP" , "ok"               , "ok"               , "OVERSOLD OVERLAP", "ok", "n/a", "n/a", "OVERSOLD OVERLAP", "ok", "OVERSOLD OVERLAP"]),
-    ("stage6-fair", ["ok",               "ok",         "ok",        "ok",                              "ok",             "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "ok",           "ok",         "ok",                              "DEADLOCK", "OVERSOLD OVERLAP" , "OVERSOLD OVERLAP" , "ok"               , "ok"               , "OVERSOLD OVERLAP", "ok", "n/a", "n/a", "OVERSOLD OVERLAP", "ok", "OVERSOLD OVERLAP"]),
-    ("stage7", ["ok",               "ok",         "ok",        "OVERSOLD OVERLAP",                "ok",             "OVERSOLD OVERLAP", "n/a",              "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "SELF-BLOCKED", "REFUSED",    "OVERSOLD OVERLAP",                "ok", "n/a"              , "n/a"              , "n/a"              , "n/a"              , "n/a", "ok", "n/a", "n/a", "n/a", "n/a", "n/a"]),
-    ("stage8", ["ok",               "ok",         "ok",        "OVERLAP",                         "ok",             "OVERLAP",          "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "OVERLAP",          "SELF-BLOCKED", "ok",         "OVERLAP",                         "ok", "OVERSOLD OVERLAP" , "OVERSOLD OVERLAP" , "ok"               , "ok"               , "OVERSOLD OVERLAP", "ok", "n/a", "n/a", "OVERSOLD OVERLAP", "ok", "OVERSOLD OVERLAP"]),
-    ("stage9", ["ok",               "ok",         "ok",        "ok",                              "n/a",            "OVERLAP",          "n/a",              "n/a",              "n/a",              "ok",           "n/a",        "ok",                              "n/a", "n/a"              , "n/a"              , "n/a"              , "n/a"              , "n/a", "n/a", "ok", "ok", "n/a", "n/a", "n/a"]),
-    ("stage10",["ok",               "ok",         "ok",        "ok",                              "n/a",            "OVERLAP",          "n/a",              "n/a",              "n/a",              "ok",           "n/a",        "ok",                              "n/a", "n/a"              , "n/a"              , "n/a"              , "n/a"              , "n/a", "n/a", "ok", "ok", "n/a", "n/a", "n/a"]),
+const ROWS: [(&str, [&str; 25]); 12] = [
+    //          contention          killed-holder crash-before slow-business                      get-del-race      gc-pause            failover            restart-w/o-pers.   clock-jump          reentrant       network-delay stale-write-first                  business-error  sentinel-failover   split-brain         split-brain-min-r.  sentinel-f.-wait    sentinel-f.-wait-other-replica  dead-waiter  leader-killed  minority-partition  cluster-failover  cluster-failover-wait  cluster-partition  duplicate-request
+    ("stage0", ["OVERSOLD OVERLAP", "ok",         "n/a",       "OVERSOLD OVERLAP",                "n/a",            "OVERSOLD OVERLAP", "n/a",              "n/a",              "n/a",              "n/a",          "n/a",        "OVERSOLD OVERLAP",                "n/a", "n/a"              , "n/a"              , "n/a"              , "n/a"              , "n/a", "n/a", "n/a", "n/a", "n/a", "n/a", "n/a", "DUPLICATE OVERLAP"]),
+    ("stage1", ["ok",               "DEADLOCK",   "DEADLOCK",  "ok",                              "ok",             "ok",               "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "ok",               "DEADLOCK",     "DEADLOCK",   "ok",                              "DEADLOCK", "OVERSOLD OVERLAP" , "OVERSOLD OVERLAP" , "ok"               , "ok"               , "OVERSOLD OVERLAP", "ok", "n/a", "n/a", "OVERSOLD OVERLAP FOREIGN-DELETE", "ok", "OVERSOLD OVERLAP", "DUPLICATE"]),
+    ("stage2", ["ok",               "ok",         "DEADLOCK",  "OVERSOLD OVERLAP FOREIGN-DELETE", "FOREIGN-DELETE", "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "SELF-BLOCKED", "DEADLOCK",   "OVERSOLD OVERLAP FOREIGN-DELETE", "ok", "OVERSOLD OVERLAP" , "OVERSOLD OVERLAP" , "ok"               , "ok"               , "OVERSOLD OVERLAP", "ok", "n/a", "n/a", "OVERSOLD OVERLAP FOREIGN-DELETE", "ok", "OVERSOLD OVERLAP", "DUPLICATE"]),
+    ("stage3", ["ok",               "ok",         "ok",        "OVERSOLD OVERLAP FOREIGN-DELETE", "FOREIGN-DELETE", "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "SELF-BLOCKED", "ok",         "OVERSOLD OVERLAP FOREIGN-DELETE", "ok", "OVERSOLD OVERLAP" , "OVERSOLD OVERLAP" , "ok"               , "ok"               , "OVERSOLD OVERLAP", "ok", "n/a", "n/a", "OVERSOLD OVERLAP FOREIGN-DELETE", "ok", "OVERSOLD OVERLAP", "DUPLICATE"]),
+    ("stage4", ["ok",               "ok",         "ok",        "OVERSOLD OVERLAP",                "FOREIGN-DELETE", "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "SELF-BLOCKED", "ok",         "OVERSOLD OVERLAP",                "ok", "OVERSOLD OVERLAP" , "OVERSOLD OVERLAP" , "ok"               , "ok"               , "OVERSOLD OVERLAP", "ok", "n/a", "n/a", "OVERSOLD OVERLAP", "ok", "OVERSOLD OVERLAP", "DUPLICATE"]),
+    ("stage5", ["ok",               "ok",         "ok",        "OVERSOLD OVERLAP",                "ok",             "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "SELF-BLOCKED", "ok",         "OVERSOLD OVERLAP",                "ok", "OVERSOLD OVERLAP" , "OVERSOLD OVERLAP" , "ok"               , "ok"               , "OVERSOLD OVERLAP", "ok", "n/a", "n/a", "OVERSOLD OVERLAP", "ok", "OVERSOLD OVERLAP", "DUPLICATE"]),
+    ("stage6", ["ok",               "ok",         "ok",        "ok",                              "ok",             "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "ok",           "ok",         "ok",                              "DEADLOCK", "OVERSOLD OVERLAP" , "OVERSOLD OVERLAP" , "ok"               , "ok"               , "OVERSOLD OVERLAP", "ok", "n/a", "n/a", "OVERSOLD OVERLAP", "ok", "OVERSOLD OVERLAP", "DUPLICATE"]),
+    ("stage6-fair", ["ok",               "ok",         "ok",        "ok",                              "ok",             "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "ok",           "ok",         "ok",                              "DEADLOCK", "OVERSOLD OVERLAP" , "OVERSOLD OVERLAP" , "ok"               , "ok"               , "OVERSOLD OVERLAP", "ok", "n/a", "n/a", "OVERSOLD OVERLAP", "ok", "OVERSOLD OVERLAP", "DUPLICATE"]),
+    ("stage7", ["ok",               "ok",         "ok",        "OVERSOLD OVERLAP",                "ok",             "OVERSOLD OVERLAP", "n/a",              "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "SELF-BLOCKED", "REFUSED",    "OVERSOLD OVERLAP",                "ok", "n/a"              , "n/a"              , "n/a"              , "n/a"              , "n/a", "ok", "n/a", "n/a", "n/a", "n/a", "n/a", "DUPLICATE"]),
+    ("stage8", ["ok",               "ok",         "ok",        "OVERLAP",                         "ok",             "OVERLAP",          "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "OVERLAP",          "SELF-BLOCKED", "ok",         "OVERLAP",                         "ok", "OVERSOLD OVERLAP" , "OVERSOLD OVERLAP" , "ok"               , "ok"               , "OVERSOLD OVERLAP", "ok", "n/a", "n/a", "OVERSOLD OVERLAP", "ok", "OVERSOLD OVERLAP", "DUPLICATE"]),
+    ("stage9", ["ok",               "ok",         "ok",        "ok",                              "n/a",            "OVERLAP",          "n/a",              "n/a",              "n/a",              "ok",           "n/a",        "ok",                              "n/a", "n/a"              , "n/a"              , "n/a"              , "n/a"              , "n/a", "n/a", "ok", "ok", "n/a", "n/a", "n/a", "DUPLICATE"]),
+    ("stage10",["ok",               "ok",         "ok",        "ok",                              "n/a",            "OVERLAP",          "n/a",              "n/a",              "n/a",              "ok",           "n/a",        "ok",                              "n/a", "n/a"              , "n/a"              , "n/a"              , "n/a"              , "n/a", "n/a", "ok", "ok", "n/a", "n/a", "n/a", "DUPLICATE"]),
 ];
 
 /// What a cell should show.

@@ -290,6 +290,7 @@ fn finding_mark(finding: Finding) -> &'static str {
         Finding::Deadlock => "DL",
         Finding::SelfBlocked => "SB",
         Finding::Refused => "RF",
+        Finding::Duplicate => "DP",
     }
 }
 

@@ -415,6 +415,9 @@ impl Workload<'_> {
             Sale::Sold(from) => (Phase::Ok, word("sold", Some(from))),
             Sale::SoldOut => (Phase::Ok, word("sold-out", None)),
             Sale::Rejected { .. } => (Phase::Fail, word("rejected", None)),
+            // Only a resource that checks request ids answers this, and the
+            // explorer's purchases are each a new request.
+            Sale::Duplicate => (Phase::Fail, word("duplicate", None)),
         };
         h.complete(name, Op::Sell, phase, Detail { token, ..detail });
 

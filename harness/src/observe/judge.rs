@@ -16,6 +16,11 @@
 //!   aimed at it, and nobody was granted an unsafe lock (no overlap). A
 //!   client library that gives up on a late reply is not the lock refusing:
 //!   the lock did grant, so an error does not count.
+//! - DUPLICATE: one request id on two orders or more in the database: a
+//!   request the gateway retried was charged again. A lock cannot see this
+//!   (both charges may be perfectly serialised); only the orders' request
+//!   ids show it. A second application the resource refused is not one: it
+//!   is told, from the database's duplicates list, as a line of its own.
 
 use super::{Finding, KeyRecord, Ledger, Verdict};
 use crate::error::Result;
@@ -33,6 +38,28 @@ pub struct Evidence<'a> {
     pub orders: i64,
     /// Stock at the start.
     pub initial_stock: i64,
+    /// Every order in the database: the seller, and after a space the
+    /// purchase's request id when it carried one (`client-B request-1`).
+    pub placed: &'a [String],
+    /// The second applications of a request id that the resource refused,
+    /// as the orders they would have been.
+    pub refused: &'a [String],
+}
+
+/// The request ids in `orders` (entries `seller request`), each with the
+/// sellers that charged it, in order of first charge.
+fn charges_by_request(orders: &[String]) -> Vec<(&str, Vec<&str>)> {
+    let mut charges: Vec<(&str, Vec<&str>)> = Vec::new();
+    for order in orders {
+        let Some((seller, request)) = order.split_once(' ') else {
+            continue;
+        };
+        match charges.iter_mut().find(|(r, _)| *r == request) {
+            Some((_, sellers)) => sellers.push(seller),
+            None => charges.push((request, vec![seller])),
+        }
+    }
+    charges
 }
 
 /// The verdict, and one line per finding saying what was seen. Where the
@@ -54,6 +81,26 @@ pub fn judge(evidence: &Evidence<'_>) -> Result<(Verdict, Vec<String>)> {
                 evidence.orders, evidence.initial_stock
             ),
         );
+    }
+    for (request, sellers) in charges_by_request(evidence.placed) {
+        if sellers.len() > 1 {
+            find(
+                Finding::Duplicate,
+                format!(
+                    "DUPLICATE: {request} was charged {} times ({})",
+                    sellers.len(),
+                    sellers.join(", ")
+                ),
+            );
+        }
+    }
+    let mut retries_refused = Vec::new();
+    for (request, sellers) in charges_by_request(evidence.refused) {
+        retries_refused.push(format!(
+            "the resource refused {request} again ({}): charged once, the retry recorded \
+             as a duplicate",
+            sellers.join(", ")
+        ));
     }
     let overlaps = evidence.ledger.overlaps();
     for overlap in &overlaps {
@@ -149,6 +196,7 @@ pub fn judge(evidence: &Evidence<'_>) -> Result<(Verdict, Vec<String>)> {
         }
     }
     said.extend(unconfirmed);
+    said.extend(retries_refused);
     Ok((verdict, said))
 }
 
@@ -171,6 +219,8 @@ mod tests {
             lock_key: KEY,
             orders: 1,
             initial_stock: 1,
+            placed: &[],
+            refused: &[],
         })
         .unwrap()
         .0
@@ -241,6 +291,44 @@ mod tests {
         keys.command("client-A", SystemTime::now());
         ledger.acquired("client-A", &Acquired::with_value("a"));
         assert_eq!(verdict(&ledger, &record), Verdict::ok());
+    }
+
+    fn orders_verdict(placed: &[&str], refused: &[&str]) -> (Verdict, Vec<String>) {
+        let (ledger, record, _) = setup();
+        let placed: Vec<String> = placed.iter().map(|s| (*s).to_owned()).collect();
+        let refused: Vec<String> = refused.iter().map(|s| (*s).to_owned()).collect();
+        judge(&Evidence {
+            ledger: &ledger,
+            keys: &record,
+            lock_key: KEY,
+            orders: i64::try_from(placed.len()).unwrap(),
+            initial_stock: 10,
+            placed: &placed,
+            refused: &refused,
+        })
+        .unwrap()
+    }
+
+    #[test]
+    fn one_request_id_on_two_orders_is_a_duplicate() {
+        let (verdict, said) = orders_verdict(&["client-A request-1", "client-B request-1"], &[]);
+        assert_eq!(verdict, Verdict::of(&[Finding::Duplicate]));
+        assert!(said[0].contains("request-1 was charged 2 times (client-A, client-B)"));
+    }
+
+    #[test]
+    fn different_ids_orders_without_ids_and_a_refused_retry_are_no_duplicate() {
+        let (verdict, said) = orders_verdict(
+            &[
+                "client-A",
+                "client-A",
+                "client-A request-1",
+                "client-B request-2",
+            ],
+            &["client-B request-1"],
+        );
+        assert_eq!(verdict, Verdict::ok());
+        assert!(said[0].contains("refused request-1 again (client-B)"));
     }
 
     #[test]

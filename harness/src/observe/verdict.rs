@@ -19,17 +19,21 @@ pub enum Finding {
     SelfBlocked,
     /// The lock correctly said no (Redlock: validity used up, no quorum).
     Refused,
+    /// One request was charged twice: a retry the resource did not
+    /// recognise as the same request.
+    Duplicate,
 }
 
 impl Finding {
     /// Every finding, in the order verdicts print them.
-    pub const ALL: [Finding; 6] = [
+    pub const ALL: [Finding; 7] = [
         Finding::Oversold,
         Finding::Overlap,
         Finding::ForeignDelete,
         Finding::Deadlock,
         Finding::SelfBlocked,
         Finding::Refused,
+        Finding::Duplicate,
     ];
 
     /// The word the matrix prints.
@@ -41,6 +45,7 @@ impl Finding {
             Finding::Deadlock => "DEADLOCK",
             Finding::SelfBlocked => "SELF-BLOCKED",
             Finding::Refused => "REFUSED",
+            Finding::Duplicate => "DUPLICATE",
         }
     }
 
@@ -55,6 +60,9 @@ impl Finding {
                 "the holder asked again for its own lock and got it only after that lock expired"
             }
             Finding::Refused => "the lock said no instead of granting an unsafe lock",
+            Finding::Duplicate => {
+                "one request was charged twice: a lock serialises a retry, it does not de-duplicate it"
+            }
         }
     }
 }

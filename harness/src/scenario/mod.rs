@@ -12,6 +12,7 @@ mod cluster_partition;
 mod contention;
 mod crash_before_expire;
 mod dead_waiter;
+mod duplicate_request;
 pub mod ensemble;
 mod failover;
 mod gc_pause;
@@ -48,7 +49,7 @@ use crate::error::Result;
 use crate::holder::Launcher;
 use crate::observe::{Finding, Timeline, Verdict};
 use crate::server::Backend;
-use crate::workload::Fencing;
+use crate::workload::{Fencing, RequestIds};
 
 /// The future a scenario returns.
 pub type ScenarioFuture = Pin<Box<dyn Future<Output = Result<Outcome>> + Send>>;
@@ -312,6 +313,12 @@ pub const SCENARIOS: &[Scenario] = &[
         not_applicable: cluster_partition::not_applicable,
         run: |stage, env| Box::pin(cluster_partition::run(stage, env)),
     },
+    Scenario {
+        name: "duplicate-request",
+        title: "client-A is slow to charge request-1; the gateway times out and retries request-1 at client-B",
+        not_applicable: duplicate_request::not_applicable,
+        run: |stage, env| Box::pin(duplicate_request::run(stage, env)),
+    },
 ];
 
 /// Finds a scenario by name.
@@ -357,6 +364,9 @@ pub struct ScenarioEnv {
     pub timing: Timing,
     /// How stage 8's resource checks fencing tokens.
     pub fencing: Fencing,
+    /// Whether the resource de-duplicates purchases by request id
+    /// (`--request-ids`); the matrix runs without.
+    pub request_ids: RequestIds,
 }
 
 /// What a run saw.
@@ -430,6 +440,17 @@ impl ScenarioEnv {
             launcher,
             timing: Timing::default(),
             fencing,
+            request_ids: RequestIds::default(),
+        }
+    }
+
+    /// The same environment, with the resource de-duplicating request ids
+    /// as `request_ids` says.
+    #[must_use]
+    pub fn with_request_ids(self, request_ids: RequestIds) -> Self {
+        Self {
+            request_ids,
+            ..self
         }
     }
 

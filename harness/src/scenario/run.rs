@@ -184,7 +184,8 @@ impl Run {
             &ClientSetup::new(vec![], "harness", config.clone()),
             &db.url(),
         )
-        .await?;
+        .await?
+        .with_request_ids(env.request_ids);
         harness_db.reset(stock).await?;
         let factory = ClientFactory {
             stage,
@@ -197,6 +198,7 @@ impl Run {
             config,
             ledger: Ledger::new(timeline.clone()),
             fencing: env.fencing,
+            request_ids: env.request_ids,
         };
         timeline.record(
             "harness",
@@ -319,7 +321,16 @@ impl Run {
         for watcher in self.watchers.iter_mut().flatten() {
             watcher.flush().await?;
         }
-        let orders = self.harness_db.orders().await?;
+        // The orders themselves, not only their number: the judge counts
+        // the charges of each request id. Only a resource that checks ids
+        // writes refused duplicates, so only then are they read.
+        let placed = self.harness_db.order_entries().await?;
+        let orders = i64::try_from(placed.len()).unwrap_or(i64::MAX);
+        let refused = if self.harness_db.checks_request_ids() {
+            self.harness_db.refused_duplicates().await?
+        } else {
+            Vec::new()
+        };
         self.facts.insert("orders", orders);
         self.facts.insert("initial_stock", self.initial_stock);
         self.facts
@@ -337,6 +348,8 @@ impl Run {
                 .unwrap_or(&self.factory.config.key),
             orders,
             initial_stock: self.initial_stock,
+            placed: &placed,
+            refused: &refused,
         })?;
         for line in said {
             self.narrate(line);
@@ -370,5 +383,9 @@ impl Drop for Run {
 }
 
 fn env_label(env: &ScenarioEnv) -> String {
-    format!("{} backend", env.backend.label())
+    let ids = match env.request_ids {
+        crate::workload::RequestIds::Checked => ", request ids checked",
+        crate::workload::RequestIds::Ignored => "",
+    };
+    format!("{} backend{ids}", env.backend.label())
 }

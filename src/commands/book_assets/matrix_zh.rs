@@ -8,7 +8,7 @@
 use std::fmt::Write as _;
 
 /// The Chinese of every legend label.
-const LEGEND: [(&str, &str); 9] = [
+const LEGEND: [(&str, &str); 10] = [
     ("ok", "没有任何观察器触发"),
     ("OVERSOLD", "订单数多于库存：锁没能保护住数据"),
     ("OVERLAP", "两个客户端同时在临界区里"),
@@ -19,6 +19,10 @@ const LEGEND: [(&str, &str); 9] = [
         "持锁者再次申请自己的锁，要等这把锁过期后才拿到",
     ),
     ("REFUSED", "锁选择拒绝，而不是发出一把不安全的锁"),
+    (
+        "DUPLICATE",
+        "同一个请求被扣了两次款：锁能让重试排队，却认不出它是同一个请求",
+    ),
     ("n/a", "这个场景不适用于这个阶段（原因见下）"),
     ("ERROR", "场景没能运行（见 matrix.json）"),
 ];

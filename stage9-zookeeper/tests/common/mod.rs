@@ -64,6 +64,7 @@ impl World {
             config,
             ledger: Ledger::new(timeline.clone()),
             fencing,
+            request_ids: Default::default(),
         };
         let world = World {
             ensemble,
@@ -121,6 +122,8 @@ impl World {
             lock_key: &self.factory.config.key,
             orders,
             initial_stock: self.initial_stock,
+            placed: &[],
+            refused: &[],
         })
         .unwrap();
         for line in said {
