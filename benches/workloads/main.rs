@@ -288,8 +288,12 @@ async fn floors(fleet: &Fleet, sizes: &Sizes, report: &mut Report) -> Result<(),
         reset_peak();
         let [reads, writes] = consensus::zookeeper(&urls, sizes.floor).await?;
         let peak = peak_kib();
-        report.rows.push(timed("ping", ZK_FLOOR, ZOOKEEPER, reads, peak));
-        report.rows.push(timed("ping", ZK_WRITE, ZOOKEEPER, writes, peak));
+        report
+            .rows
+            .push(timed("ping", ZK_FLOOR, ZOOKEEPER, reads, peak));
+        report
+            .rows
+            .push(timed("ping", ZK_WRITE, ZOOKEEPER, writes, peak));
     }
     if fleet.stores.etcd.is_some() {
         let urls = fleet.stores.urls(ETCD);
@@ -297,19 +301,32 @@ async fn floors(fleet: &Fleet, sizes: &Sizes, report: &mut Report) -> Result<(),
         reset_peak();
         let [reads, writes] = consensus::etcd(&urls, sizes.floor).await?;
         let peak = peak_kib();
-        report.rows.push(timed("ping", ETCD_FLOOR, ETCD, reads, peak));
-        report.rows.push(timed("ping", ETCD_WRITE, ETCD, writes, peak));
+        report
+            .rows
+            .push(timed("ping", ETCD_FLOOR, ETCD, reads, peak));
+        report
+            .rows
+            .push(timed("ping", ETCD_WRITE, ETCD, writes, peak));
     }
     Ok(())
 }
 
 /// w1: every single-node stage, rslock, and stages 9 and 10 on their
 /// ensembles, taking turns.
-async fn w1(args: &Args, fleet: &Fleet, sizes: &Sizes, report: &mut Report) -> Result<(), LockError> {
+async fn w1(
+    args: &Args,
+    fleet: &Fleet,
+    sizes: &Sizes,
+    report: &mut Report,
+) -> Result<(), LockError> {
     let subjects = one_node_subjects()
         .into_iter()
         .map(|s| (s, sizes.w1))
-        .chain(consensus_subjects().into_iter().map(|s| (s, sizes.consensus_w1)));
+        .chain(
+            consensus_subjects()
+                .into_iter()
+                .map(|s| (s, sizes.consensus_w1)),
+        );
     let chosen: Vec<(Subject, Vec<String>, usize)> = subjects
         .filter(|(s, _)| args.measures(s.name()))
         .map(|(s, count)| (s, fleet.urls(s), count))
@@ -319,7 +336,12 @@ async fn w1(args: &Args, fleet: &Fleet, sizes: &Sizes, report: &mut Report) -> R
 
 /// w2: each lock at each waiting setting (rslock at one more; stages 9 and
 /// 10, which wait on a watch, once).
-async fn w2(args: &Args, fleet: &Fleet, sizes: &Sizes, report: &mut Report) -> Result<(), LockError> {
+async fn w2(
+    args: &Args,
+    fleet: &Fleet,
+    sizes: &Sizes,
+    report: &mut Report,
+) -> Result<(), LockError> {
     let subjects = one_node_subjects()
         .into_iter()
         .chain(consensus_subjects())
@@ -391,13 +413,9 @@ async fn w3(
 ) -> Result<(), LockError> {
     reset_peak();
     let latencies = runs::ping_all(pings, sizes.w3).await?;
-    report.rows.push(timed(
-        "w3",
-        "PING x5 at once",
-        REDIS,
-        latencies,
-        peak_kib(),
-    ));
+    report
+        .rows
+        .push(timed("w3", "PING x5 at once", REDIS, latencies, peak_kib()));
     let subjects = [Subject::Stage(stage7::STAGE), Subject::Rslock]
         .into_iter()
         .filter(|s| args.measures(s.name()))
@@ -536,7 +554,10 @@ fn one_node_subjects() -> Vec<Subject> {
 
 /// Stages 9 and 10: a lock kept by a consensus store's three members.
 fn consensus_subjects() -> Vec<Subject> {
-    vec![Subject::Stage(stage9::STAGE), Subject::Stage(stage10::STAGE)]
+    vec![
+        Subject::Stage(stage9::STAGE),
+        Subject::Stage(stage10::STAGE),
+    ]
 }
 
 async fn connect_all(servers: &Servers) -> Result<Vec<Connection>, LockError> {

@@ -346,7 +346,10 @@ impl Report {
             out,
             "| lock | store | per second | p50 µs | p99 µs | {cost} |{own_head} vs rslock | peak MiB | errors |"
         );
-        let _ = writeln!(out, "|---|---|---:|---:|---:|---:|{own_rule}---:|---:|---:|");
+        let _ = writeln!(
+            out,
+            "|---|---|---:|---:|---:|---:|{own_rule}---:|---:|---:|"
+        );
         for row in rows {
             let own_cell = match self.rate(base, floor_of(row.store)) {
                 _ if !own => String::new(),
@@ -363,7 +366,11 @@ impl Report {
                 opt(row.p99_us),
                 unit_rate / row.rate,
                 // A lock's pairs against rslock's; not a single request's.
-                ratio(row.workload == workload && row.lock != unit, row.rate, rslock),
+                ratio(
+                    row.workload == workload && row.lock != unit,
+                    row.rate,
+                    rslock
+                ),
                 mib(row.peak_kib),
                 row.errors
             );
@@ -475,7 +482,9 @@ impl Report {
 
 fn title(workload: &str) -> &'static str {
     match workload {
-        "w1" => "ping and w1: one client, acquire + release on one node (Redis) or a three-member ensemble",
+        "w1" => {
+            "ping and w1: one client, acquire + release on one node (Redis) or a three-member ensemble"
+        }
         "w2" => "w2: 8 clients, one lock, GET + SET of a counter inside",
         "w3" => "w3: Redlock on 5 nodes, one client, acquire + release",
         _ => "",

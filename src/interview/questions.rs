@@ -1158,11 +1158,15 @@ pub const QUESTIONS: &[Question] = &[
             on(9, "leader-killed", "ok"),
             on(10, "minority-partition", "ok"),
         ],
-        marks: &["KILLED", "promoted", "elected leader", "PARTITION", "lock-lost signal", "TWO HOLDERS"],
-        tests: &[
-            test("stage9", "ensemble"),
-            test("stage10", "partition"),
+        marks: &[
+            "KILLED",
+            "promoted",
+            "elected leader",
+            "PARTITION",
+            "lock-lost signal",
+            "TWO HOLDERS",
         ],
+        tests: &[test("stage9", "ensemble"), test("stage10", "partition")],
         look_for: "On Redis the promoted replica never saw client-A's key and grants it to \
                    client-B: two holders, two orders. On ZooKeeper the survivors elect a new \
                    leader within a second and client-B waits behind client-A's node; on etcd \
@@ -1196,7 +1200,14 @@ pub const QUESTIONS: &[Question] = &[
             unchecked(9, "gc-pause", "OVERSOLD OVERLAP"),
             on(9, "gc-pause", "OVERLAP"),
         ],
-        marks: &["FROZEN", "TWO HOLDERS", "thawed", "REJECTED", "lost-lock signal", "OVERSOLD"],
+        marks: &[
+            "FROZEN",
+            "TWO HOLDERS",
+            "thawed",
+            "REJECTED",
+            "lost-lock signal",
+            "OVERSOLD",
+        ],
         tests: &[test("stage9", "paused_holder")],
         look_for: "Client-B gets the lock about two seconds (the session timeout) after client-A \
                    froze. Thawed, client-A sells before its lost-lock signal fires: against the \
