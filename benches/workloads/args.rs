@@ -1,5 +1,6 @@
 //! The bench's command line: `--placement none|split|shared`, `--quick`,
-//! `--only w1,w2,w3,long`, `--lock stage6,rslock`, `--write-book`. Bad input exits with status 2 and the valid choices.
+//! `--only w1,w2,w3,long`, `--lock stage6,rslock`, `--write-book`,
+//! `--write-book-stores`. Bad input exits with status 2 and the valid choices.
 
 use std::fmt;
 
@@ -73,9 +74,12 @@ pub struct Args {
     pub quick: bool,
     /// Also write the book's generated table.
     pub write_book: bool,
+    /// Also write the book's table of the consensus stores beside Redis
+    /// (the "Beyond Redis" chapter's).
+    pub write_book_stores: bool,
 }
 
-const USAGE: &str = "usage: cargo bench --bench workloads -- [--placement none|split|shared] [--quick] [--only w1,w2,w3,long] [--lock stage6,rslock] [--write-book]";
+const USAGE: &str = "usage: cargo bench --bench workloads -- [--placement none|split|shared] [--quick] [--only w1,w2,w3,long] [--lock stage6,rslock] [--write-book] [--write-book-stores]";
 
 impl Args {
     /// Parses the process's arguments, or exits with status 2 saying why.
@@ -96,6 +100,7 @@ impl Args {
             placement: Placement::None,
             quick: false,
             write_book: false,
+            write_book_stores: false,
         };
         while let Some(word) = words.next() {
             match word.as_str() {
@@ -103,6 +108,7 @@ impl Args {
                 "--bench" => {}
                 "--quick" => args.quick = true,
                 "--write-book" => args.write_book = true,
+                "--write-book-stores" => args.write_book_stores = true,
                 "--only" => {
                     for workload in words.next().unwrap_or_default().split(',') {
                         if !WORKLOADS.contains(&workload) {

@@ -2,25 +2,33 @@
 //! by side with an existing crate (`rslock`) on the same servers, in the
 //! same process, in the same run.
 //!
-//! - `ping`: PINGs on one connection, the limit for one command;
+//! - `ping`: PINGs on one connection, the limit for one command; beside
+//!   it each consensus store's own cheapest round trip and one quorum write
+//!   ([`consensus`]), when stages 9 and 10 are measured;
 //! - `w1`: one client, acquire `bench:w1` (10 s TTL) and release, again and
-//!   again;
+//!   again; stages 9 (ZooKeeper) and 10 (etcd) on three-member ensembles the
+//!   bench starts, fewer pairs (each costs milliseconds);
 //! - `w2`: 8 clients, each with its own connections, on one lock; each
 //!   acquires, GETs a counter, SETs it + 1, releases; the counter must end
 //!   equal to the number of sections. Run at the bench's fast retry (1 ms)
 //!   and at the articles' 100 ms (stage 6 and its fair variant wait on
-//!   pub/sub and ignore it);
+//!   pub/sub and ignore it; stages 9 and 10 watch their predecessor and run
+//!   once). The counter is on Redis for every lock, stages 9 and 10
+//!   included, so the no-lost-update check is the same for all;
 //! - `w3`: Redlock on 5 nodes, uncontended, against `PING to 5 nodes at
 //!   once` measured in the same run;
 //! - a long `w1` showing that the client's memory stays flat.
 //!
 //! Run: `cargo bench --bench workloads -- --placement split` (`--quick` for
-//! small sizes, `--write-book` to regenerate the book's table). It prints
-//! the report and writes `target/bench/workloads.{md,json}`. Timings are
+//! small sizes, `--write-book` to regenerate the book's table,
+//! `--write-book-stores` its table of the consensus stores beside Redis).
+//! It prints the report and writes `target/bench/workloads.{md,json}` and
+//! `stores.md`. Timings are
 //! reported, never asserted; the run fails only when a w2 counter lost an
 //! update (a broken lock) or a lock errs.
 
 mod args;
+mod consensus;
 mod measure;
 mod placement;
 mod report;
@@ -35,14 +43,16 @@ mod servers;
 #[path = "../../src/stages.rs"]
 mod stages;
 
+use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
 use args::{Args, Placement};
+use consensus::{ETCD_FLOOR, ETCD_WRITE, Stores, ZK_FLOOR, ZK_WRITE};
 use lockcore::{ClientSetup, Connection, DistributedLock, LockConfig, LockError, StageEntry};
 use measure::{Latencies, peak_kib, reset_peak};
-use report::{ContentionFigures, Report, Row};
+use report::{ContentionFigures, ETCD, REDIS, Report, Row, ZOOKEEPER};
 use rslock_peer::RslockPeer;
 use runs::Contender;
 use servers::Servers;
@@ -56,6 +66,10 @@ struct Sizes {
     w2_limit: Duration,
     w3: usize,
     long_w1: usize,
+    /// Each consensus store's floor and write (`consensus`).
+    floor: usize,
+    /// w1's pairs for stages 9 and 10 (milliseconds each).
+    consensus_w1: usize,
 }
 
 const FULL: Sizes = Sizes {
@@ -66,6 +80,8 @@ const FULL: Sizes = Sizes {
     w2_limit: Duration::from_secs(60),
     w3: 5_000,
     long_w1: 100_000,
+    floor: 2_000,
+    consensus_w1: 2_000,
 };
 
 const QUICK: Sizes = Sizes {
@@ -76,6 +92,8 @@ const QUICK: Sizes = Sizes {
     w2_limit: Duration::from_secs(10),
     w3: 200,
     long_w1: 2_000,
+    floor: 100,
+    consensus_w1: 50,
 };
 
 const TTL: Duration = Duration::from_secs(10);
@@ -96,6 +114,7 @@ fn main() {
     let args = Args::from_env();
     let known: Vec<&str> = one_node_subjects()
         .iter()
+        .chain(&consensus_subjects())
         .map(|s| s.name())
         .chain([stage7::STAGE.description.name])
         .collect();
@@ -114,7 +133,7 @@ fn main() {
         .unwrap_or_else(|e| fail(&e));
     let markdown = report.markdown();
     println!("{markdown}");
-    if let Err(e) = write(&report, &markdown, args.write_book) {
+    if let Err(e) = write(&report, &markdown, &args) {
         fail(&e);
     }
     if !report.counters_ok() {
@@ -143,44 +162,84 @@ fn pin_clients(placement: Placement) -> Result<String, String> {
     ))
 }
 
+/// The servers of one run: the Redis nodes and, when stages 9 and 10 are
+/// measured, their ensembles.
+struct Fleet {
+    redis: Servers,
+    stores: Stores,
+}
+
+impl Fleet {
+    /// The URLs `subject`'s clients are given: one Redis node, or every
+    /// member of its ensemble.
+    fn urls(&self, subject: Subject) -> Vec<String> {
+        match subject.store() {
+            REDIS => self.redis.urls(1),
+            store => self.stores.urls(store),
+        }
+    }
+}
+
 async fn run(args: &Args, client_note: String) -> Result<Report, String> {
     let sizes = if args.quick { &QUICK } else { &FULL };
-    let servers = Servers::start(5).await.map_err(|e| e.to_string())?;
-    let pings = connect_all(&servers).await.map_err(|e| e.to_string())?;
+    let redis = Servers::start(5).await.map_err(|e| e.to_string())?;
+    let pings = connect_all(&redis).await.map_err(|e| e.to_string())?;
+    // The ensembles only when a workload that measures them runs.
+    let consensus = args.runs("w1") || args.runs("w2");
+    let stores = Stores::start(
+        consensus && args.measures(stage9::DESCRIPTION.name),
+        consensus && args.measures(stage10::DESCRIPTION.name),
+    )
+    .await?;
     let server_note = match args.placement.cpus() {
         None => "unpinned".to_owned(),
         Some((cpu, _)) => {
             for conn in &pings {
-                placement::pin_server(&servers.backend, conn, cpu).await?;
+                placement::pin_server(&redis.backend, conn, cpu).await?;
             }
-            format!("{} redis-server processes pinned to CPU {cpu}", pings.len())
+            let members = stores.pids();
+            for &pid in &members {
+                placement::pin(pid, cpu)?;
+            }
+            let mut note = format!("{} redis-server processes", pings.len());
+            if !members.is_empty() {
+                let _ = write!(note, " and {} ensemble members", members.len());
+            }
+            format!("{note} pinned to CPU {cpu}")
         }
     };
-    let mut report = Report {
-        setup: vec![
-            ("placement".into(), args.placement.to_string()),
-            ("clients".into(), client_note),
-            ("servers".into(), server_note),
-            ("backend".into(), servers.backend.label()),
-            ("load average at start".into(), load_average()),
-            (
-                "sizes".into(),
-                format!(
-                    "ping {}, w1 {} pairs (+{} warm-up), w2 {} sections or {} s, w3 {} pairs, long w1 {} pairs{}",
-                    sizes.ping,
-                    sizes.w1,
-                    sizes.warmup,
-                    sizes.w2_sections,
-                    sizes.w2_limit.as_secs(),
-                    sizes.w3,
-                    sizes.long_w1,
-                    if args.quick { " (quick mode)" } else { "" }
-                ),
+    let mut setup = vec![
+        ("placement".into(), args.placement.to_string()),
+        ("clients".into(), client_note),
+        ("servers".into(), server_note),
+        ("backend".into(), redis.backend.label()),
+    ];
+    setup.extend(stores.notes().await);
+    setup.extend([
+        ("load average at start".into(), load_average()),
+        (
+            "sizes".into(),
+            format!(
+                "ping {}, w1 {} pairs (+{} warm-up; stages 9 and 10: {} pairs, floors {}), w2 {} sections or {} s, w3 {} pairs, long w1 {} pairs{}",
+                sizes.ping,
+                sizes.w1,
+                sizes.warmup,
+                sizes.consensus_w1,
+                sizes.floor,
+                sizes.w2_sections,
+                sizes.w2_limit.as_secs(),
+                sizes.w3,
+                sizes.long_w1,
+                if args.quick { " (quick mode)" } else { "" }
             ),
-        ],
+        ),
+    ]);
+    let mut report = Report {
+        setup,
         ..Report::default()
     };
-    measure_all(args, &servers, &pings, sizes, &mut report)
+    let fleet = Fleet { redis, stores };
+    measure_all(args, &fleet, &pings, sizes, &mut report)
         .await
         .map_err(|e| e.to_string())?;
     report
@@ -191,7 +250,7 @@ async fn run(args: &Args, client_note: String) -> Result<Report, String> {
 
 async fn measure_all(
     args: &Args,
-    servers: &Servers,
+    fleet: &Fleet,
     pings: &[Connection],
     sizes: &Sizes,
     report: &mut Report,
@@ -202,57 +261,99 @@ async fn measure_all(
     let latencies = runs::ping(&pings[0], sizes.ping).await?;
     report
         .rows
-        .push(timed("ping", "PING", latencies, peak_kib()));
+        .push(timed("ping", "PING", REDIS, latencies, peak_kib()));
+    floors(fleet, sizes, report).await?;
 
     if args.runs("w1") {
-        w1(args, servers, sizes, report).await?;
+        w1(args, fleet, sizes, report).await?;
     }
     if args.runs("w2") {
-        w2(args, servers, sizes, report).await?;
+        w2(args, fleet, sizes, report).await?;
     }
     if args.runs("w3") {
-        w3(args, servers, pings, sizes, report).await?;
+        w3(args, &fleet.redis, pings, sizes, report).await?;
     }
     if args.runs("long") {
-        long_w1(servers, sizes, report).await?;
+        long_w1(&fleet.redis, sizes, report).await?;
     }
     Ok(())
 }
 
-/// w1: every single-node stage and rslock, taking turns.
-async fn w1(
-    args: &Args,
-    servers: &Servers,
-    sizes: &Sizes,
-    report: &mut Report,
-) -> Result<(), LockError> {
-    turns(
-        "w1",
-        args,
-        one_node_subjects(),
-        servers.urls(1),
-        sizes.warmup,
-        sizes.w1,
-        report,
-    )
-    .await
+/// Each running ensemble's floor (its cheapest round trip) and one quorum
+/// write, after a warm-up: the units stages 9 and 10 are counted in.
+async fn floors(fleet: &Fleet, sizes: &Sizes, report: &mut Report) -> Result<(), LockError> {
+    if fleet.stores.zk.is_some() {
+        let urls = fleet.stores.urls(ZOOKEEPER);
+        consensus::zookeeper(&urls, sizes.warmup).await?;
+        reset_peak();
+        let [reads, writes] = consensus::zookeeper(&urls, sizes.floor).await?;
+        let peak = peak_kib();
+        report
+            .rows
+            .push(timed("ping", ZK_FLOOR, ZOOKEEPER, reads, peak));
+        report
+            .rows
+            .push(timed("ping", ZK_WRITE, ZOOKEEPER, writes, peak));
+    }
+    if fleet.stores.etcd.is_some() {
+        let urls = fleet.stores.urls(ETCD);
+        consensus::etcd(&urls, sizes.warmup).await?;
+        reset_peak();
+        let [reads, writes] = consensus::etcd(&urls, sizes.floor).await?;
+        let peak = peak_kib();
+        report
+            .rows
+            .push(timed("ping", ETCD_FLOOR, ETCD, reads, peak));
+        report
+            .rows
+            .push(timed("ping", ETCD_WRITE, ETCD, writes, peak));
+    }
+    Ok(())
 }
 
-/// w2: each lock at each waiting setting; rslock at one more.
-async fn w2(
+/// w1: every single-node stage, rslock, and stages 9 and 10 on their
+/// ensembles, taking turns.
+async fn w1(
     args: &Args,
-    servers: &Servers,
+    fleet: &Fleet,
     sizes: &Sizes,
     report: &mut Report,
 ) -> Result<(), LockError> {
-    for subject in one_node_subjects()
+    let subjects = one_node_subjects()
         .into_iter()
-        .filter(|s| args.measures(s.name()))
-    {
+        .map(|s| (s, sizes.w1))
+        .chain(
+            consensus_subjects()
+                .into_iter()
+                .map(|s| (s, sizes.consensus_w1)),
+        );
+    let chosen: Vec<(Subject, Vec<String>, usize)> = subjects
+        .filter(|(s, _)| args.measures(s.name()))
+        .map(|(s, count)| (s, fleet.urls(s), count))
+        .collect();
+    turns("w1", chosen, sizes.warmup, report).await
+}
+
+/// w2: each lock at each waiting setting (rslock at one more; stages 9 and
+/// 10, which wait on a watch, once).
+async fn w2(
+    args: &Args,
+    fleet: &Fleet,
+    sizes: &Sizes,
+    report: &mut Report,
+) -> Result<(), LockError> {
+    let subjects = one_node_subjects()
+        .into_iter()
+        .chain(consensus_subjects())
+        .filter(|s| args.measures(s.name()));
+    for subject in subjects {
         let retries: &[Duration] = match subject {
+            Subject::Stage(_) if subject.store() != REDIS => &RETRIES[..1],
             Subject::Stage(_) => &RETRIES,
             Subject::Rslock => &RSLOCK_RETRIES,
         };
+        // Whose CPU is the server's: the ensemble's members, or Redis.
+        let members = fleet.stores.members(subject.store());
         for &retry in retries {
             let mut contenders = Vec::new();
             for i in 0..CONTENDERS {
@@ -260,10 +361,10 @@ async fn w2(
                 contenders.push(Contender {
                     lock: Arc::from(
                         subject
-                            .client(servers.urls(1), &name, config("bench:w2", retry))
+                            .client(fleet.urls(subject), &name, config("bench:w2", retry))
                             .await?,
                     ),
-                    counter: lockcore::connect(&servers.nodes[0].url(), &name).await?,
+                    counter: lockcore::connect(&fleet.redis.nodes[0].url(), &name).await?,
                 });
             }
             reset_peak();
@@ -272,6 +373,7 @@ async fn w2(
                 "bench:w2:counter",
                 sizes.w2_sections,
                 sizes.w2_limit,
+                members.as_deref(),
             )
             .await?;
             let waiting = match subject.name() {
@@ -280,11 +382,13 @@ async fn w2(
                     "the queue's head is woken (retry {} ms unused)",
                     retry.as_millis()
                 ),
+                "stage9" | "stage10" => "a watch on the predecessor (no retry)".to_owned(),
                 _ => format!("retry {} ms", retry.as_millis()),
             };
             report.rows.push(Row {
                 workload: "w2",
                 lock: subject.name().to_owned(),
+                store: subject.store(),
                 setting: waiting,
                 rate: contention.per_second(),
                 p50_us: None,
@@ -311,45 +415,39 @@ async fn w3(
     let latencies = runs::ping_all(pings, sizes.w3).await?;
     report
         .rows
-        .push(timed("w3", "PING x5 at once", latencies, peak_kib()));
-    let subjects = vec![Subject::Stage(stage7::STAGE), Subject::Rslock];
-    turns(
-        "w3",
-        args,
-        subjects,
-        servers.urls(5),
-        sizes.warmup,
-        sizes.w3,
-        report,
-    )
-    .await
-}
-
-/// The locks of `subjects` that the command line asks for, on `urls`,
-/// taking turns (`runs::pairs`): one row each for `workload`.
-async fn turns(
-    workload: &'static str,
-    args: &Args,
-    subjects: Vec<Subject>,
-    urls: Vec<String>,
-    warmup: usize,
-    rounds: usize,
-    report: &mut Report,
-) -> Result<(), LockError> {
-    let subjects: Vec<Subject> = subjects
+        .push(timed("w3", "PING x5 at once", REDIS, latencies, peak_kib()));
+    let subjects = [Subject::Stage(stage7::STAGE), Subject::Rslock]
         .into_iter()
         .filter(|s| args.measures(s.name()))
+        .map(|s| (s, servers.urls(5), sizes.w3))
         .collect();
+    turns("w3", subjects, sizes.warmup, report).await
+}
+
+/// The `subjects` on their URLs, each for its count of pairs, taking turns
+/// (`runs::pairs`): one row each for `workload`.
+async fn turns(
+    workload: &'static str,
+    subjects: Vec<(Subject, Vec<String>, usize)>,
+    warmup: usize,
+    report: &mut Report,
+) -> Result<(), LockError> {
     let key = format!("bench:{workload}");
     let name = format!("bench-{workload}");
     let mut locks = Vec::new();
-    for subject in &subjects {
+    for (subject, urls, count) in &subjects {
         let config = config(&key, RETRIES[0]);
-        locks.push(subject.client(urls.clone(), &name, config).await?);
+        locks.push((subject.client(urls.clone(), &name, config).await?, *count));
     }
-    let measured = runs::pairs(&locks, warmup, rounds).await?;
-    for (subject, paired) in subjects.iter().zip(measured) {
-        let mut row = timed(workload, subject.name(), paired.latencies, paired.peak_kib);
+    let measured = runs::pairs(&locks, warmup).await?;
+    for ((subject, _, _), paired) in subjects.iter().zip(measured) {
+        let mut row = timed(
+            workload,
+            subject.name(),
+            subject.store(),
+            paired.latencies,
+            paired.peak_kib,
+        );
         row.errors = paired.errors;
         report.rows.push(row);
     }
@@ -370,10 +468,17 @@ async fn long_w1(servers: &Servers, sizes: &Sizes, report: &mut Report) -> Resul
     Ok(())
 }
 
-fn timed(workload: &'static str, lock: &str, mut latencies: Latencies, peak_kib: u64) -> Row {
+fn timed(
+    workload: &'static str,
+    lock: &str,
+    store: &'static str,
+    mut latencies: Latencies,
+    peak_kib: u64,
+) -> Row {
     Row {
         workload,
         lock: lock.to_owned(),
+        store,
         setting: String::new(),
         rate: latencies.per_second(),
         p50_us: Some(latencies.quantile_us(0.5)),
@@ -409,6 +514,15 @@ impl Subject {
         }
     }
 
+    /// The store that keeps the lock: `Redis`, `ZooKeeper` or `etcd`.
+    fn store(self) -> &'static str {
+        match self {
+            Self::Stage(stage) if stage.description.name == stage9::DESCRIPTION.name => ZOOKEEPER,
+            Self::Stage(stage) if stage.description.name == stage10::DESCRIPTION.name => ETCD,
+            _ => REDIS,
+        }
+    }
+
     /// One client of the lock on `urls`, named `name` where it can be.
     async fn client(
         self,
@@ -438,6 +552,14 @@ fn one_node_subjects() -> Vec<Subject> {
         .collect()
 }
 
+/// Stages 9 and 10: a lock kept by a consensus store's three members.
+fn consensus_subjects() -> Vec<Subject> {
+    vec![
+        Subject::Stage(stage9::STAGE),
+        Subject::Stage(stage10::STAGE),
+    ]
+}
+
 async fn connect_all(servers: &Servers) -> Result<Vec<Connection>, LockError> {
     let mut conns = Vec::new();
     for node in &servers.nodes {
@@ -452,26 +574,76 @@ fn load_average() -> String {
         .unwrap_or_else(|_| "unknown".to_owned())
 }
 
-fn write(report: &Report, markdown: &str, book: bool) -> Result<(), String> {
+fn write(report: &Report, markdown: &str, args: &Args) -> Result<(), String> {
     let target =
         std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| PathBuf::from("target"), PathBuf::from);
     let dir = target.join("bench");
     std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     let json = serde_json::to_string_pretty(&report.json()).map_err(|e| e.to_string())?;
+    let stores = report.stores_markdown();
     for (file, text) in [
         ("workloads.json", json.as_str()),
         ("workloads.md", markdown),
+        ("stores.md", stores.as_str()),
     ] {
         let path = dir.join(file);
         std::fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))?;
     }
-    if book {
-        let path =
-            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("book/src/generated/workloads.md");
+    let book = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("book/src/generated");
+    let mut pages = Vec::new();
+    if args.write_book {
+        pages.push(("workloads.md", "--write-book", markdown));
+    }
+    if args.write_book_stores {
+        if stores.is_empty() {
+            return Err("--write-book-stores: this run measured neither stage9 nor stage10".into());
+        }
+        pages.push(("stores-latency.md", "--write-book-stores", stores.as_str()));
+    }
+    for (file, flag, text) in pages {
+        let path = book.join(file);
         let text = format!(
-            "<!-- generated by `cargo bench --bench workloads -- --placement split --write-book`; do not edit -->\n\n{markdown}"
+            "<!-- generated by `{}cargo bench --bench workloads -- {}{flag}`; do not edit -->\n\n{text}",
+            data_dirs(),
+            command_line(args)
         );
         std::fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))?;
     }
     Ok(())
+}
+
+/// The ensembles' data directories, when the environment chose them
+/// (`LOCKSTAGES_ZOOKEEPER_DATA_DIR=/dev/shm `): every write is fsynced
+/// there, so they shape the figures too.
+fn data_dirs() -> String {
+    [
+        harness::server::zookeeper::DATA_DIR_VAR,
+        harness::server::etcd::DATA_DIR_VAR,
+    ]
+    .iter()
+    .filter_map(|var| Some(format!("{var}={} ", std::env::var(var).ok()?)))
+    .collect()
+}
+
+/// The options that shape the figures, as a reader would type them.
+fn command_line(args: &Args) -> String {
+    let mut line = String::new();
+    if args.placement != Placement::None {
+        let word = match args.placement {
+            Placement::Split => "split",
+            Placement::Shared => "shared",
+            Placement::None => "none",
+        };
+        let _ = write!(line, "--placement {word} ");
+    }
+    if args.quick {
+        line.push_str("--quick ");
+    }
+    if !args.only.is_empty() {
+        let _ = write!(line, "--only {} ", args.only.join(","));
+    }
+    if !args.locks.is_empty() {
+        let _ = write!(line, "--lock {} ", args.locks.join(","));
+    }
+    line
 }

@@ -6,7 +6,25 @@ use std::fmt::Write;
 
 use serde_json::{Value, json};
 
+use crate::consensus::{ETCD_FLOOR, ZK_FLOOR};
 use crate::runs::Contention;
+
+/// The stores a lock may live in, as rows name them.
+pub const REDIS: &str = "Redis";
+/// See [`REDIS`].
+pub const ZOOKEEPER: &str = "ZooKeeper";
+/// See [`REDIS`].
+pub const ETCD: &str = "etcd";
+
+/// Each store's floor, its cheapest round trip: the row a lock of that
+/// store is counted against.
+fn floor_of(store: &str) -> &'static str {
+    match store {
+        ZOOKEEPER => ZK_FLOOR,
+        ETCD => ETCD_FLOOR,
+        _ => "PING",
+    }
+}
 
 /// One lock (or PING) on one workload.
 #[derive(Debug)]
@@ -15,6 +33,9 @@ pub struct Row {
     pub workload: &'static str,
     /// `PING`, `PING x5 at once`, `stage3`, `rslock`…
     pub lock: String,
+    /// Where the lock (or the request) lives: [`REDIS`], [`ZOOKEEPER`],
+    /// [`ETCD`].
+    pub store: &'static str,
     /// How it waited (w2): `retry 1 ms`…; empty elsewhere.
     pub setting: String,
     /// Operations per second: PINGs, pairs or critical sections.
@@ -44,8 +65,9 @@ pub struct ContentionFigures {
     pub timeouts: usize,
     /// The counter at the end.
     pub counter: i64,
-    /// Server commands per section (lock, counter and all).
-    pub commands_per_section: f64,
+    /// Redis commands per section (lock, counter and all); `None` for a
+    /// lock on an ensemble.
+    pub commands_per_section: Option<f64>,
     /// Server and client CPU per section, µs.
     pub cpu_us_per_section: (f64, f64),
 }
@@ -61,7 +83,9 @@ impl From<&Contention> for ContentionFigures {
             ),
             timeouts: c.timeouts,
             counter: c.counter,
-            commands_per_section: c.server_commands as f64 / c.sections.max(1) as f64,
+            commands_per_section: c
+                .server_commands
+                .map(|n| n as f64 / c.sections.max(1) as f64),
             cpu_us_per_section: (
                 c.server_cpu.as_secs_f64() * 1e6 / c.sections.max(1) as f64,
                 c.client_cpu.as_secs_f64() * 1e6 / c.sections.max(1) as f64,
@@ -122,6 +146,7 @@ impl Report {
             let _ = writeln!(out, "- {name}: {value}");
         }
         self.pairs_table(&mut out, "ping", "w1", "PING", "PINGs per pair");
+        self.own_floor_note(&mut out);
         self.contention_table(&mut out);
         self.pairs_table(&mut out, "w3", "w3", "PING x5 at once", "x5 PINGs per pair");
         self.targets(&mut out);
@@ -137,6 +162,62 @@ impl Report {
             );
             let _ = writeln!(out, "|---|{}", "---|".repeat(samples.len()));
             let _ = writeln!(out, "| MiB | {} |", column(samples, |(_, kib)| mib(*kib)));
+        }
+        out
+    }
+
+    /// The consensus stores beside Redis, one compact table (the book's
+    /// "Beyond Redis" chapter): each store's floor and quorum write, w1 of
+    /// the stages compared, and their best w2 with its counter check.
+    /// Empty when the run measured neither stage 9 nor stage 10.
+    pub fn stores_markdown(&self) -> String {
+        const REDIS_LOCKS: [&str; 4] = ["stage3", "stage5", "stage6", "rslock"];
+        let mut out = String::new();
+        let Some(ping) = self.rate("ping", "PING") else {
+            return out;
+        };
+        if self.rows.iter().all(|r| r.store == REDIS) {
+            return out;
+        }
+        for (name, value) in &self.setup {
+            let _ = writeln!(out, "- {name}: {value}");
+        }
+        let _ = writeln!(
+            out,
+            "\n| store | lock or request | w1 pairs (or requests) per second | p50 µs | p99 µs | PINGs per pair | own floors per pair | w2 sections/s (best) | w2 counter |"
+        );
+        let _ = writeln!(out, "|---|---|---:|---:|---:|---:|---:|---:|---|");
+        let picked = self.rows.iter().filter(|r| match r.workload {
+            "ping" => true,
+            "w1" => r.store != REDIS || REDIS_LOCKS.contains(&r.lock.as_str()),
+            _ => false,
+        });
+        let mut picked: Vec<&Row> = picked.collect();
+        // Grouped by store, Redis first; within one, floor, write, locks.
+        let order = |store: &str| [REDIS, ZOOKEEPER, ETCD].iter().position(|s| *s == store);
+        picked.sort_by_key(|r| (order(r.store), r.workload != "ping"));
+        for row in picked {
+            let floor = self.rate("ping", floor_of(row.store));
+            let w2 = self.rows("w2").filter(|r| r.lock == row.lock);
+            let w2: Vec<&ContentionFigures> = w2.filter_map(|r| r.contention.as_ref()).collect();
+            let counter = match w2.as_slice() {
+                [] => String::new(),
+                all if all.iter().all(|c| c.counter_ok()) => "no update lost".to_owned(),
+                _ => "**LOST UPDATES**".to_owned(),
+            };
+            let _ = writeln!(
+                out,
+                "| {} | {} | {:.0} | {} | {} | {:.2} | {} | {} | {counter} |",
+                row.store,
+                row.lock,
+                row.rate,
+                opt(row.p50_us),
+                opt(row.p99_us),
+                ping / row.rate,
+                floor.map_or_else(String::new, |f| format!("{:.2}", f / row.rate)),
+                self.rate("w2", &row.lock)
+                    .map_or_else(String::new, |r| format!("{r:.0}")),
+            );
         }
         out
     }
@@ -212,7 +293,7 @@ impl Report {
             "w2: stage6-fair server commands per section".to_owned(),
             self.rows("w2")
                 .filter(|r| r.lock == "stage6-fair")
-                .filter_map(|r| r.contention.as_ref().map(|c| c.commands_per_section))
+                .filter_map(|r| r.contention.as_ref()?.commands_per_section)
                 .reduce(f64::max),
             10.0,
             false,
@@ -249,29 +330,65 @@ impl Report {
         };
         let rslock = self.rate(workload, "rslock");
         let _ = writeln!(out, "\n**{}**\n", title(workload));
-        let _ = writeln!(
-            out,
-            "| lock | per second | p50 µs | p99 µs | {cost} | vs rslock | peak MiB | errors |"
-        );
-        let _ = writeln!(out, "|---|---:|---:|---:|---:|---:|---:|---:|");
         let mut rows: Vec<&Row> = self.rows(workload).collect();
         if base != workload {
             rows.splice(0..0, self.rows(base));
         }
+        // Another store than Redis in the table: each row is also counted
+        // in its own store's floor.
+        let own = rows.iter().any(|r| r.store != REDIS);
+        let (own_head, own_rule) = if own {
+            (" own floors per pair |", "---:|")
+        } else {
+            ("", "")
+        };
+        let _ = writeln!(
+            out,
+            "| lock | store | per second | p50 µs | p99 µs | {cost} |{own_head} vs rslock | peak MiB | errors |"
+        );
+        let _ = writeln!(
+            out,
+            "|---|---|---:|---:|---:|---:|{own_rule}---:|---:|---:|"
+        );
         for row in rows {
+            let own_cell = match self.rate(base, floor_of(row.store)) {
+                _ if !own => String::new(),
+                Some(floor) => format!(" {:.2} |", floor / row.rate),
+                None => " |".to_owned(),
+            };
             let _ = writeln!(
                 out,
-                "| {} | {:.0} | {} | {} | {:.2} | {} | {} | {} |",
+                "| {} | {} | {:.0} | {} | {} | {:.2} |{own_cell} {} | {} | {} |",
                 row.lock,
+                row.store,
                 row.rate,
                 opt(row.p50_us),
                 opt(row.p99_us),
                 unit_rate / row.rate,
-                ratio(row.lock != unit, row.rate, rslock),
+                // A lock's pairs against rslock's; not a single request's.
+                ratio(
+                    row.workload == workload && row.lock != unit,
+                    row.rate,
+                    rslock
+                ),
                 mib(row.peak_kib),
                 row.errors
             );
         }
+    }
+
+    /// What "own floors" means, under the w1 table that has the column.
+    fn own_floor_note(&self, out: &mut String) {
+        if self.rows("w1").all(|r| r.store == REDIS) {
+            return;
+        }
+        let _ = writeln!(
+            out,
+            "\n*Own floors per pair*: a pair's time in its own store's cheapest round trip of this run: \
+             PING for Redis, `{ZK_FLOOR}` (a read the member answers alone) for ZooKeeper, \
+             `{ETCD_FLOOR}` (the same, without the leader's confirmation) for etcd. \
+             The quorum writes (`set_data`, `put`) are what every acquire and release of stages 9 and 10 needs at least."
+        );
     }
 
     fn contention_table(&self, out: &mut String) {
@@ -279,18 +396,19 @@ impl Report {
         let _ = writeln!(out, "\n**{}**\n", title("w2"));
         let _ = writeln!(
             out,
-            "| lock | waiting | sections/s | owner changes | per client | timeouts | counter | server commands per section (script calls included) | CPU µs per section, server / clients | vs rslock best | peak MiB | errors |"
+            "| lock | store | waiting | sections/s | owner changes | per client | timeouts | counter | server commands per section (script calls included) | CPU µs per section, server / clients | vs rslock best | peak MiB | errors |"
         );
         let _ = writeln!(
             out,
-            "|---|---|---:|---:|---|---:|---|---:|---:|---:|---:|---:|"
+            "|---|---|---|---:|---:|---|---:|---|---:|---:|---:|---:|---:|"
         );
         for row in self.rows("w2") {
             let Some(c) = &row.contention else { continue };
             let _ = writeln!(
                 out,
-                "| {} | {} | {:.0} | {:.1}% | {}..{} | {} | {} | {:.1} | {:.0} / {:.0} | {} | {} | {} |",
+                "| {} | {} | {} | {:.0} | {:.1}% | {}..{} | {} | {} | {} | {:.0} / {:.0} | {} | {} | {} |",
                 row.lock,
+                row.store,
                 row.setting,
                 row.rate,
                 c.owner_changes * 100.0,
@@ -302,12 +420,20 @@ impl Report {
                 } else {
                     format!("{} LOST {}", c.counter, c.sections as i64 - c.counter)
                 },
-                c.commands_per_section,
+                c.commands_per_section
+                    .map_or_else(|| "—".to_owned(), |n| format!("{n:.1}")),
                 c.cpu_us_per_section.0,
                 c.cpu_us_per_section.1,
                 ratio(true, row.rate, best_rslock),
                 mib(row.peak_kib),
                 row.errors
+            );
+        }
+        if self.rows("w2").any(|r| r.store != REDIS) {
+            let _ = writeln!(
+                out,
+                "\nThe counter is on Redis for every lock. For a lock on an ensemble the server CPU is its three members' \
+                 (`/proc/<pid>/stat`), and its requests are not Redis commands (—)."
             );
         }
     }
@@ -321,6 +447,7 @@ impl Report {
                 json!({
                     "workload": r.workload,
                     "lock": r.lock,
+                    "store": r.store,
                     "setting": r.setting,
                     "per_second": r.rate,
                     "p50_us": r.p50_us,
@@ -355,7 +482,9 @@ impl Report {
 
 fn title(workload: &str) -> &'static str {
     match workload {
-        "w1" => "ping and w1: one client, acquire + release on one node",
+        "w1" => {
+            "ping and w1: one client, acquire + release on one node (Redis) or a three-member ensemble"
+        }
         "w2" => "w2: 8 clients, one lock, GET + SET of a counter inside",
         "w3" => "w3: Redlock on 5 nodes, one client, acquire + release",
         _ => "",

@@ -56,31 +56,30 @@ pub struct Paired {
     pub errors: usize,
 }
 
-/// `w1` and `w3`: `count` × (acquire, release) by one client of each lock,
-/// after `warmup` pairs that are not counted. The locks take turns, a tenth
-/// of the pairs at a time, so that a change in the machine's load during
-/// the run falls on all of them alike.
+/// `w1` and `w3`: for each lock, its count × (acquire, release) by one
+/// client, after `warmup` pairs that are not counted. The locks take turns,
+/// a tenth of each one's pairs at a time, so that a change in the
+/// machine's load during the run falls on all of them alike.
 pub async fn pairs(
-    locks: &[Box<dyn DistributedLock>],
+    locks: &[(Box<dyn DistributedLock>, usize)],
     warmup: usize,
-    count: usize,
 ) -> Result<Vec<Paired>, LockError> {
     const TURNS: usize = 10;
     let mut measured = Vec::new();
-    for lock in locks {
+    for (lock, count) in locks {
         let mut errors = 0;
         for _ in 0..warmup {
             errors += usize::from(pair(lock.as_ref()).await.is_err());
         }
         measured.push(Paired {
-            latencies: Latencies::with_capacity(count),
+            latencies: Latencies::with_capacity(*count),
             peak_kib: 0,
             errors,
         });
     }
     for turn in 0..TURNS {
-        let share = count * (turn + 1) / TURNS - count * turn / TURNS;
-        for (lock, paired) in locks.iter().zip(&mut measured) {
+        for ((lock, count), paired) in locks.iter().zip(&mut measured) {
+            let share = count * (turn + 1) / TURNS - count * turn / TURNS;
             reset_peak();
             for _ in 0..share {
                 let started = Instant::now();
@@ -147,9 +146,11 @@ pub struct Contention {
     /// The counter at the end: equal to `sections` when no update was lost.
     pub counter: i64,
     /// Commands the server ran meanwhile (`INFO commandstats`), counter
-    /// GET and SET included.
-    pub server_commands: u64,
-    /// CPU time the server used meanwhile (`INFO cpu`).
+    /// GET and SET included; `None` when the lock is not on Redis (an
+    /// ensemble's requests are not Redis commands).
+    pub server_commands: Option<u64>,
+    /// CPU time the server used meanwhile: Redis's own count (`INFO cpu`),
+    /// or the ensemble members' (`/proc/<pid>/stat`).
     pub server_cpu: Duration,
     /// CPU time the bench process (all eight clients) used meanwhile.
     pub client_cpu: Duration,
@@ -171,12 +172,16 @@ impl Contention {
 }
 
 /// `w2`: every contender loops acquire, GET the counter, SET it + 1,
-/// release, until `sections` sections in all or `limit` has passed.
+/// release, until `sections` sections in all or `limit` has passed. The
+/// counter is always on Redis; `members` are the processes of the
+/// ensemble that keeps the lock, when it is not Redis (their CPU is the
+/// server's).
 pub async fn contend(
     contenders: Vec<Contender>,
     counter_key: &str,
     sections: usize,
     limit: Duration,
+    members: Option<&[u32]>,
 ) -> Result<Contention, LockError> {
     let mut judge = contenders[0].counter.clone();
     redis::cmd("SET")
@@ -185,8 +190,12 @@ pub async fn contend(
         .query_async::<()>(&mut judge)
         .await?;
     let commands_before = commands_run(&mut judge).await?;
-    let server_cpu_before = server_cpu(&mut judge).await?;
-    let client_cpu_before = client_cpu();
+    let lock_server_cpu = async |judge: &mut Connection| match members {
+        Some(pids) => Ok(pids.iter().map(|&pid| process_cpu(&pid.to_string())).sum()),
+        None => server_cpu(judge).await,
+    };
+    let server_cpu_before = lock_server_cpu(&mut judge).await?;
+    let client_cpu_before = process_cpu("self");
     let done = Arc::new(AtomicUsize::new(0));
     let holders = Arc::new(Mutex::new(Vec::with_capacity(sections)));
     let started = Instant::now();
@@ -244,8 +253,9 @@ pub async fn contend(
         .query_async(&mut judge)
         .await?;
     let server_commands = commands_run(&mut judge).await? - commands_before;
-    let server_cpu = server_cpu(&mut judge).await? - server_cpu_before;
-    let client_cpu = client_cpu() - client_cpu_before;
+    let server_commands = members.is_none().then_some(server_commands);
+    let server_cpu = lock_server_cpu(&mut judge).await? - server_cpu_before;
+    let client_cpu = process_cpu("self") - client_cpu_before;
     let holders = std::mem::take(&mut *holders.lock().unwrap_or_else(|p| p.into_inner()));
     Ok(Contention {
         sections: holders.len(),
@@ -277,10 +287,10 @@ async fn server_cpu(conn: &mut Connection) -> Result<Duration, LockError> {
     Ok(Duration::from_secs_f64(seconds))
 }
 
-/// The CPU time this process (the clients) has used so far: utime + stime
-/// of `/proc/self/stat`, in clock ticks of 10 ms.
-fn client_cpu() -> Duration {
-    let ticks = std::fs::read_to_string("/proc/self/stat")
+/// The CPU time process `pid` (`self`: this one, the clients) has used so
+/// far: utime + stime of `/proc/<pid>/stat`, in clock ticks of 10 ms.
+fn process_cpu(pid: &str) -> Duration {
+    let ticks = std::fs::read_to_string(format!("/proc/{pid}/stat"))
         .ok()
         .and_then(|stat| {
             // Fields after the command name (which may hold spaces).

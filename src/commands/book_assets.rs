@@ -111,7 +111,25 @@ pub const BOOK_RUNS: &[BookRun] = &[
         request_ids: RequestIds::Checked,
         ..run("stage5", "gc-pause", "idempotency.md")
     },
+    run("stage9", "killed-holder", "beyond-redis.md"),
+    run("stage10", "killed-holder", "beyond-redis.md"),
+    unchecked("stage9", "gc-pause", "beyond-redis.md"),
+    run("stage9", "gc-pause", "beyond-redis.md"),
+    unchecked("stage10", "gc-pause", "beyond-redis.md"),
+    run("stage10", "gc-pause", "beyond-redis.md"),
+    run("stage9", "leader-killed", "beyond-redis.md"),
+    run("stage10", "leader-killed", "beyond-redis.md"),
+    run("stage9", "minority-partition", "beyond-redis.md"),
+    run("stage10", "minority-partition", "beyond-redis.md"),
 ];
+
+/// A run against a resource that checks no token (`--fencing none`).
+const fn unchecked(stage: &'static str, scenario: &'static str, chapter: &'static str) -> BookRun {
+    BookRun {
+        fencing: Fencing::Unchecked,
+        ..run(stage, scenario, chapter)
+    }
+}
 
 const fn run(stage: &'static str, scenario: &'static str, chapter: &'static str) -> BookRun {
     BookRun {
@@ -273,13 +291,14 @@ async fn run_scenario(r: &BookRun) -> Result<Timeline, Failure> {
         )));
     }
     // The book tells the story the matrix asserts (the matrix runs the
-    // fixed resource; the write-only lesson must oversell); a run that
-    // came out otherwise is not written.
-    if r.fencing == Fencing::WriteOnly && !outcome.verdict.has(Finding::Oversold) {
+    // fixed resource; the write-only lesson and the resource that checks
+    // nothing must oversell); a run that came out otherwise is not written.
+    if r.fencing != Fencing::ReadsAndWrites && !outcome.verdict.has(Finding::Oversold) {
         return Err(Failure::failed(format!(
-            "{} gave {}, but fencing only the write must oversell: nothing written for it",
+            "{} gave {}, but a resource with `--fencing {}` must oversell: nothing written for it",
             r.base(),
-            outcome.verdict
+            outcome.verdict,
+            r.fencing.label()
         )));
     }
     if let Some(Expected::Verdict(want)) = expected(r.stage, r.scenario)

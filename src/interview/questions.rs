@@ -71,6 +71,30 @@ const MATRIX: (&str, &str) = ("The matrix", "matrix.md");
 const DEBATE: (&str, &str) = ("The Redlock debate", "redlock-debate.md");
 const CHOOSING: (&str, &str) = ("Choosing a lock", "choosing.md");
 const IDEMPOTENCY: (&str, &str) = ("Idempotency, the last defence", "idempotency.md");
+const BEYOND: (&str, &str) = ("Beyond Redis: ZooKeeper and etcd", "beyond-redis.md");
+const CURATOR: (&str, &str) = (
+    "Apache Curator: Shared Reentrant Lock (InterProcessMutex)",
+    "https://curator.apache.org/docs/recipes-shared-reentrant-lock/",
+);
+const ETCD_MUTEX: (&str, &str) = (
+    "etcd: client/v3/concurrency, Mutex",
+    "https://pkg.go.dev/go.etcd.io/etcd/client/v3/concurrency#Mutex",
+);
+const JEPSEN_ETCD: (&str, &str) = (
+    "Jepsen: etcd 3.4.3",
+    "https://jepsen.io/analyses/etcd-3.4.3",
+);
+
+/// A run against a resource that checks no token (`--fencing none`).
+const fn unchecked(stage: u8, scenario: &'static str, says: &'static str) -> Probe {
+    Probe {
+        stage,
+        scenario,
+        fencing: Fencing::Unchecked,
+        request_ids: RequestIds::Ignored,
+        says,
+    }
+}
 
 /// Every question, numbered from 1 in this order.
 pub const QUESTIONS: &[Question] = &[
@@ -1153,5 +1177,130 @@ pub const QUESTIONS: &[Question] = &[
                    oversells: client-A#1 and client-B#1 are different requests.",
         sources: &[KLEPPMANN],
         read_next: IDEMPOTENCY,
+    },
+    // 37
+    Question {
+        ask: "Redis or ZooKeeper for a distributed lock?",
+        answer: "It is a trade of speed against what a failure of the store does to the lock. A \
+                 Redis lock is one write to one master's memory: here a pair (acquire and release) \
+                 costs about two PINGs (150 µs at the median on the book's machine). But the master answers before its replica has the key, so \
+                 a failover can forget a held lock and hand it out again. A ZooKeeper (or etcd) \
+                 lock is a write that a majority of the ensemble has agreed on and fsynced before \
+                 anyone is told: its leader killed, or cut off with a minority, leaves exactly one \
+                 holder. Here a pair costs about 30 PINGs (2 ms), milliseconds, as the articles say.\n\n\
+                 Neither saves a holder that pauses past its TTL (its session or lease): only a \
+                 fencing token checked by the resource does, and ZooKeeper and etcd hand one out \
+                 for free (the `czxid`, the create revision). Most business is well served by a \
+                 Redis lock plus a check in the data (a token, a unique request id); choose the \
+                 consensus store when a second holder after a failover is not acceptable, \
+                 especially if one already runs.",
+        java: Some(
+            "Curator's `new InterProcessMutex(client, \"/lock/stock\")` with `acquire(6, SECONDS)` and \
+             `release()` is stage 9's `ZkLock::lock(wait)` and `unlock()`; Redisson's `getLock(\"stock\")` \
+             is stage 6.",
+        ),
+        predict: "Client-A holds the lock when the store's own machinery fails: Redis's master \
+                  dies and its replica is promoted; ZooKeeper's leader is killed; etcd's leader \
+                  is cut off with client-A. Which stores hand the lock to a second client?",
+        watch: Fires(Overlap),
+        runs: &[
+            on(5, "failover", "OVERSOLD OVERLAP"),
+            on(9, "leader-killed", "ok"),
+            on(10, "minority-partition", "ok"),
+        ],
+        marks: &[
+            "KILLED",
+            "promoted",
+            "elected leader",
+            "PARTITION",
+            "lock-lost signal",
+            "TWO HOLDERS",
+        ],
+        tests: &[test("stage9", "ensemble"), test("stage10", "partition")],
+        look_for: "On Redis the promoted replica never saw client-A's key and grants it to \
+                   client-B: two holders, two orders. On ZooKeeper the survivors elect a new \
+                   leader within a second and client-B waits behind client-A's node; on etcd \
+                   client-A's lost-lock signal fires before the majority lets client-B in. The \
+                   bench (`cargo bench --bench workloads -- --only w1,w2`) prints what that costs.",
+        sources: &[CURATOR, ETCD_MUTEX],
+        read_next: BEYOND,
+    },
+    // 38
+    Question {
+        ask: "What does a ZooKeeper session expiry do to a holder that is paused?",
+        answer: "It takes the lock away without telling the holder. A frozen process (a long GC, \
+                 SIGSTOP, a VM migration) stops the pings that keep its session alive; after the \
+                 session timeout the ensemble expires the session and deletes its ephemeral node, \
+                 the next node's watch fires, and another client holds. The paused holder learns \
+                 nothing until it runs again and its client reconnects: by then it may already \
+                 have done the write it was about to do.\n\n\
+                 The session is the lock's TTL, kept alive by the client library rather than by \
+                 a watchdog of the lock's own, and it fails the same way stage 6's watchdog does. \
+                 ZooKeeper cannot refuse the stale write; the resource can, with the node's \
+                 `czxid` as the fencing token.",
+        java: Some(
+            "Curator reports the loss to a `ConnectionStateListener` (`LOST`), which a paused \
+             thread cannot hear in time; stage 9 fires its lost-lock signal at the same moment.",
+        ),
+        predict: "Stage 9's holder is frozen for longer than its session timeout, then thawed. \
+                  Against a resource that checks no token, and one that checks the czxid: which \
+                  runs sell the item twice?",
+        watch: Fires(Oversold),
+        runs: &[
+            unchecked(9, "gc-pause", "OVERSOLD OVERLAP"),
+            on(9, "gc-pause", "OVERLAP"),
+        ],
+        marks: &[
+            "FROZEN",
+            "TWO HOLDERS",
+            "thawed",
+            "REJECTED",
+            "lost-lock signal",
+            "OVERSOLD",
+        ],
+        tests: &[test("stage9", "paused_holder")],
+        look_for: "Client-B gets the lock about two seconds (the session timeout) after client-A \
+                   froze. Thawed, client-A sells before its lost-lock signal fires: against the \
+                   resource that checks nothing (`--fencing none`) that is two orders, against \
+                   the checking one its stale token is REJECTED.",
+        sources: &[CURATOR, KLEPPMANN],
+        read_next: BEYOND,
+    },
+    // 39
+    Question {
+        ask: "Why is etcd's create revision a fencing token?",
+        answer: "Because it only ever grows, and every later holder's is higher. etcd numbers \
+                 every change to its keyspace with one revision counter; the Raft leader raises it \
+                 in commit order, and it is part of the replicated state, so a new leader carries \
+                 it on and nothing short of wiping the cluster resets it. Each contender's key \
+                 remembers the revision that created it, and the lock is granted in create \
+                 revision order: the holder after you created its key after yours.\n\n\
+                 Stage 8's token was an `INCR` on one Redis master: a restart without \
+                 persistence (or a failover to a replica that missed the increments) hands the \
+                 same numbers out again. Jepsen found etcd 3.4.3's lock unsafe without such a \
+                 check: a paused holder's lease expires and it writes anyway; with the resource \
+                 comparing revisions, its write is refused.",
+        java: Some(
+            "jetcd's `Lock.lock(name, leaseId)` (etcd's lock service, the same recipe) returns the key it \
+             holds; that key's create revision is the token, as stage 10's `EtcdLock::lock()` returns \
+             it in `Fenced { token, .. }`.",
+        ),
+        predict: "A stale holder writes with its old token: stage 8's counter after Redis \
+                  restarted empty, stage 10's create revision against a resource that checks \
+                  nothing, and against one that checks it. Which runs oversell?",
+        watch: Fires(Oversold),
+        runs: &[
+            on(8, "restart-without-persistence", "OVERSOLD OVERLAP"),
+            unchecked(10, "gc-pause", "OVERSOLD OVERLAP"),
+            on(10, "gc-pause", "OVERLAP"),
+        ],
+        marks: &["fencing token", "FROZEN", "thawed", "REJECTED", "OVERSOLD"],
+        tests: &[test("stage10", "paused_holder")],
+        look_for: "Stage 8's restarted counter hands client-B the token client-A had, so the \
+                   resource cannot tell them apart. Stage 10's tokens are 2 and then 3, from the \
+                   cluster's one revision counter: checked, client-A's stale write is REJECTED; \
+                   unchecked (`--fencing none`), it sells a second time.",
+        sources: &[ETCD_MUTEX, JEPSEN_ETCD],
+        read_next: BEYOND,
     },
 ];
