@@ -97,6 +97,10 @@ pub const BOOK_RUNS: &[BookRun] = &[
         "sentinel-failover-wait-other-replica",
         "sentinel.md",
     ),
+    run("stage5", "cluster-failover", "sentinel.md"),
+    run("stage3", "cluster-failover", "sentinel.md"),
+    run("stage5", "cluster-failover-wait", "sentinel.md"),
+    run("stage5", "cluster-partition", "sentinel.md"),
     BookRun {
         fencing: Fencing::WriteOnly,
         ..run("stage8", "stale-write-first", "stage8.md")
