@@ -52,11 +52,13 @@
 //! - minority-partition (new): client-A holds through the leader alone, and
 //!   a partition (modelled: the leader frozen) leaves them a minority. The
 //!   majority hands the lock to client-B once A's lease (session) expired.
-//!   Stage 10's client gives its lease up by its own clock first, so its
-//!   careful holder stops before B enters (ok); stage 9's lost signal
-//!   waits for the ensemble's word, which comes after the partition heals:
-//!   A is still inside when B enters, and its write is refused by the
-//!   token (OVERLAP).
+//!   Both clients give the lock up by their own clock first, so a careful
+//!   holder stops before B enters (ok): stage 10's lease keeper when its
+//!   lease runs out unrenewed, stage 9's ZooKeeper client when its session
+//!   times out with no answer (it expires the session itself, at a
+//!   fraction past the timeout after the last answer; in this story the
+//!   session is 2 s, and client-A is told at about 2.8 s while the
+//!   majority lets client-B in at 4.3-4.6 s).
 //!
 //! - the Redis Cluster columns (new) run with the same 30 s TTL
 //!   (`harness/src/topology/cluster.rs`). They give the Sentinel columns'
