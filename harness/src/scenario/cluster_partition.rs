@@ -64,7 +64,7 @@ pub(super) fn not_applicable(stage: &Description) -> Option<&'static str> {
 }
 
 pub(super) async fn run(stage: StageEntry, env: ScenarioEnv) -> Result<Outcome> {
-    let (mut run, mut cluster) = Run::start_with_cluster_for_partition(stage, env, STOCK).await?;
+    let (mut run, mut cluster) = Run::start_with_cluster(stage, env, STOCK).await?;
     run.facts.insert("slot", i64::from(cluster.slot));
     let timing = run.env.timing;
     // 1. A is on master1's side of what is about to happen, B on the other.

@@ -34,9 +34,9 @@
 //!   and the replica's connection is closed), and the replica falls behind
 //!   as one whose link is down. The partition is a real one, as in the
 //!   Sentinel split brain: master1 is disconnected from the run's network
-//!   and connected again at the same address; for that story it is on the
-//!   run's clients' network too, where the harness and client-A reach it
-//!   directly (the address it announces to the cluster is the one cut).
+//!   and connected again at the same address; it is on the run's clients'
+//!   network too, where the harness and client-A reach it directly (the
+//!   address it announces to the cluster is the one cut).
 
 mod relay;
 
@@ -136,8 +136,7 @@ impl ClusterTopology {
     /// by that node alone on processes; on Docker a plain client of the node
     /// at its address on the clients' network, since the address it
     /// announces to the cluster (which a cluster client would be sent to)
-    /// is on the network that is cut (the topology was started with
-    /// [`Run::start_with_cluster_for_partition`]).
+    /// is on the network that is cut.
     pub(crate) fn url_on_side_of(&self, run: &Run, master: usize) -> String {
         match self.paths {
             Paths::Relays(_) => self.url_of(&[master]),
@@ -318,27 +317,6 @@ impl Run {
         env: ScenarioEnv,
         stock: i64,
     ) -> Result<(Self, ClusterTopology)> {
-        Self::start_cluster_topology(stage, env, stock, false).await
-    }
-
-    /// As [`Run::start_with_cluster`], for a story that cuts master1 off
-    /// ([`ClusterTopology::cut_off`]) while a client on its side still
-    /// reaches it ([`ClusterTopology::url_on_side_of`]): on Docker, master1
-    /// is on the run's clients' network too.
-    pub(crate) async fn start_with_cluster_for_partition(
-        stage: StageEntry,
-        env: ScenarioEnv,
-        stock: i64,
-    ) -> Result<(Self, ClusterTopology)> {
-        Self::start_cluster_topology(stage, env, stock, true).await
-    }
-
-    async fn start_cluster_topology(
-        stage: StageEntry,
-        env: ScenarioEnv,
-        stock: i64,
-        for_partition: bool,
-    ) -> Result<(Self, ClusterTopology)> {
         if stage.description.nodes != 1 {
             return Err(HarnessError::Unsupported(format!(
                 "{} needs {} independent masters, not one cluster",
@@ -430,7 +408,7 @@ impl Run {
                 .map(|n| (n.peer_addr(), CONTAINER_CLUSTER_BUS_PORT))
                 .collect(),
         };
-        if on_docker && for_partition {
+        if on_docker {
             // The partition story cuts master1 off the run's network; the
             // harness and client-A reach it on the clients' network.
             nodes[0].join_clients_network().await?;
