@@ -1,7 +1,8 @@
 // The matrix in the book as on the CLI's pages (`matrix --html`): each cell
-// coloured by its verdict. On a phone the whole table stays on screen: the
-// stage headers shrink to their number and each verdict to a short code
-// (the full verdict stays in the cell's tooltip and the legend below).
+// coloured by its verdict. The whole table stays on screen: on a phone, or
+// wherever the full labels would not fit the column, the stage headers
+// shrink to their number and each verdict to a short code (the full verdict
+// stays in the cell's tooltip, and a note above the table says the codes).
 (() => {
     const tables = document.querySelectorAll('.matrix table');
     if (tables.length === 0) {
@@ -17,6 +18,7 @@
         'SELF-BLOCKED': 'SB',
         'REFUSED': 'RF',
         'n/a': '–',
+        'DUPLICATE': 'DP',
         'ERROR': 'ERR',
     };
     const kind = (text) => {
@@ -27,8 +29,9 @@
         if (text === 'SELF-BLOCKED') return 'blocked';
         return 'failure';
     };
-    const cells = [];
+    const narrow = window.matchMedia('(max-width: 600px)');
     for (const table of tables) {
+        const cells = [];
         table.querySelectorAll('tbody td:not(:first-child)').forEach((td) => {
             const full = td.textContent.trim();
             td.classList.add('verdict-' + kind(full));
@@ -43,16 +46,25 @@
         const note = document.createElement('p');
         note.className = 'matrix-phone-note';
         note.textContent = zh
-            ? '窄屏上：表头只写阶段编号；OS = OVERSOLD，OL = OVERLAP，FD = FOREIGN-DELETE，DL = DEADLOCK，SB = SELF-BLOCKED，RF = REFUSED，– = n/a。'
-            : 'On a narrow screen: stages by number; OS = OVERSOLD, OL = OVERLAP, FD = FOREIGN-DELETE, DL = DEADLOCK, SB = SELF-BLOCKED, RF = REFUSED, – = n/a.';
+            ? '表格放不下时：表头只写阶段编号；OS = OVERSOLD，OL = OVERLAP，FD = FOREIGN-DELETE，DL = DEADLOCK，SB = SELF-BLOCKED，RF = REFUSED，DP = DUPLICATE，– = n/a。'
+            : 'Where the table would not fit: stages by number; OS = OVERSOLD, OL = OVERLAP, FD = FOREIGN-DELETE, DL = DEADLOCK, SB = SELF-BLOCKED, RF = REFUSED, DP = DUPLICATE, – = n/a.';
         table.before(note);
+        // Full labels if they fit the column, short codes if not.
+        const apply = () => {
+            for (const [cell, full] of cells) {
+                cell.textContent = full;
+            }
+            const room = table.parentElement.clientWidth;
+            const short = narrow.matches || table.scrollWidth > room + 1;
+            if (short) {
+                for (const [cell, , code] of cells) {
+                    cell.textContent = code;
+                }
+            }
+            note.style.display = short ? 'block' : 'none';
+        };
+        apply();
+        narrow.addEventListener('change', apply);
+        window.addEventListener('resize', apply);
     }
-    const narrow = window.matchMedia('(max-width: 600px)');
-    const apply = () => {
-        for (const [cell, full, short] of cells) {
-            cell.textContent = narrow.matches ? short : full;
-        }
-    };
-    apply();
-    narrow.addEventListener('change', apply);
 })();
