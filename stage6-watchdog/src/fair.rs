@@ -37,8 +37,8 @@
 //! release hands it the lock. Nobody renews that lock, so the hand-over
 //! gives it a short lease, the **waiter timeout**: a sixth of the watchdog
 //! timeout, the ratio of Redisson's defaults (its `threadWaitTime`, 5 s,
-//! against a 30 s watchdog). A live head's watchdog renews it in time; a
-//! dead head's lock expires, and the next waiter to look (every waiter
+//! against a 30 s watchdog). A live head claims it, and the claim gives it
+//! the whole lease; a dead head's lock expires, and the next waiter to look (every waiter
 //! looks at least every third of the waiter timeout) hands it on. Each dead
 //! waiter at the head costs the queue one waiter timeout, plus up to a
 //! third of it, and no more: the `dead-waiter` scenario measures it.
