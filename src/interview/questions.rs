@@ -30,11 +30,16 @@ const fn with_ids(stage: u8, scenario: &'static str, says: &'static str) -> Prob
 /// A run against stage 8's write-only resource.
 const fn write_only(stage: u8, scenario: &'static str, says: &'static str) -> Probe {
     Probe {
-        stage,
-        scenario,
         fencing: Fencing::WriteOnly,
-        request_ids: RequestIds::Ignored,
-        says,
+        ..on(stage, scenario, says)
+    }
+}
+
+/// A run against a resource that checks no token (`--fencing none`).
+const fn unchecked(stage: u8, scenario: &'static str, says: &'static str) -> Probe {
+    Probe {
+        fencing: Fencing::Unchecked,
+        ..on(stage, scenario, says)
     }
 }
 
@@ -84,17 +89,6 @@ const JEPSEN_ETCD: (&str, &str) = (
     "Jepsen: etcd 3.4.3",
     "https://jepsen.io/analyses/etcd-3.4.3",
 );
-
-/// A run against a resource that checks no token (`--fencing none`).
-const fn unchecked(stage: u8, scenario: &'static str, says: &'static str) -> Probe {
-    Probe {
-        stage,
-        scenario,
-        fencing: Fencing::Unchecked,
-        request_ids: RequestIds::Ignored,
-        says,
-    }
-}
 
 /// Every question, numbered from 1 in this order.
 pub const QUESTIONS: &[Question] = &[
