@@ -381,29 +381,20 @@ impl Database {
     /// Every order recorded, in order: the seller's name, and after a space
     /// the purchase's request id when it carried one.
     pub async fn order_entries(&self) -> Result<Vec<String>> {
-        Ok(redis::cmd("LRANGE")
-            .arg(&self.keys.orders)
-            .arg(0)
-            .arg(-1)
-            .query_async(&mut self.conn.clone())
-            .await?)
+        self.whole_list(&self.keys.orders).await
     }
 
     /// Every second application of a request id that the resource refused,
     /// as the order it would have recorded.
     pub async fn refused_duplicates(&self) -> Result<Vec<String>> {
-        Ok(redis::cmd("LRANGE")
-            .arg(&self.keys.duplicates)
-            .arg(0)
-            .arg(-1)
-            .query_async(&mut self.conn.clone())
-            .await?)
+        self.whole_list(&self.keys.duplicates).await
     }
 
-    /// How many orders were recorded.
-    pub async fn orders(&self) -> Result<i64> {
-        Ok(redis::cmd("LLEN")
-            .arg(&self.keys.orders)
+    async fn whole_list(&self, key: &str) -> Result<Vec<String>> {
+        Ok(redis::cmd("LRANGE")
+            .arg(key)
+            .arg(0)
+            .arg(-1)
             .query_async(&mut self.conn.clone())
             .await?)
     }

@@ -34,8 +34,6 @@ pub struct Evidence<'a> {
     pub keys: &'a KeyRecord,
     /// The lock's key.
     pub lock_key: &'a str,
-    /// Orders in the database at the end.
-    pub orders: i64,
     /// Stock at the start.
     pub initial_stock: i64,
     /// Every order in the database: the seller, and after a space the
@@ -73,12 +71,13 @@ pub fn judge(evidence: &Evidence<'_>) -> Result<(Verdict, Vec<String>)> {
         said.push(line);
     };
 
-    if evidence.orders > evidence.initial_stock {
+    let orders = i64::try_from(evidence.placed.len()).unwrap_or(i64::MAX);
+    if orders > evidence.initial_stock {
         find(
             Finding::Oversold,
             format!(
                 "OVERSOLD: {} orders for {} items",
-                evidence.orders, evidence.initial_stock
+                orders, evidence.initial_stock
             ),
         );
     }
@@ -217,7 +216,6 @@ mod tests {
             ledger,
             keys,
             lock_key: KEY,
-            orders: 1,
             initial_stock: 1,
             placed: &[],
             refused: &[],
@@ -301,7 +299,6 @@ mod tests {
             ledger: &ledger,
             keys: &record,
             lock_key: KEY,
-            orders: i64::try_from(placed.len()).unwrap(),
             initial_stock: 10,
             placed: &placed,
             refused: &refused,

@@ -346,7 +346,6 @@ impl Run {
                 .as_ref()
                 .and_then(|c| self.factory.config.key.strip_prefix(&c.prefix))
                 .unwrap_or(&self.factory.config.key),
-            orders,
             initial_stock: self.initial_stock,
             placed: &placed,
             refused: &refused,

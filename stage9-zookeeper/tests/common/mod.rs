@@ -113,16 +113,16 @@ impl World {
 
     /// The judge's verdict on what the ledger and the database recorded.
     pub async fn finish(self) -> Outcome {
-        let orders = self.harness_db.orders().await.unwrap();
+        let placed = self.harness_db.order_entries().await.unwrap();
+        let orders = i64::try_from(placed.len()).unwrap();
         let ledger = &self.factory.ledger;
         let (verdict, said) = judge(&Evidence {
             ledger,
             // ZooKeeper has no MONITOR: the ledger and the stock judge.
             keys: &KeyRecord::default(),
             lock_key: &self.factory.config.key,
-            orders,
             initial_stock: self.initial_stock,
-            placed: &[],
+            placed: &placed,
             refused: &[],
         })
         .unwrap();
