@@ -1,5 +1,5 @@
 //! A workload client: one lock instance, one database connection, and a
-//! ledger entry for everything it does.
+//! history entry for everything it does.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -13,7 +13,7 @@ use lockcore::{
 use crate::error::{HarnessError, Result};
 use crate::fault::FaultPlan;
 use crate::guard::LockGuard;
-use crate::observe::Ledger;
+use crate::history::{History, Op};
 use crate::workload::{Database, Fencing, RequestIds, Sale};
 
 /// Everything needed to make clients of one stage in one scenario.
@@ -27,8 +27,8 @@ pub struct ClientFactory {
     pub db_url: String,
     /// TTL and friends.
     pub config: LockConfig,
-    /// Shared by all clients of the scenario.
-    pub ledger: Ledger,
+    /// The run's one record, shared by all its clients.
+    pub history: History,
     /// How stage 8's resource checks tokens (the fixed resource unless a
     /// story wants to show the write-only one).
     pub fencing: Fencing,
@@ -52,14 +52,14 @@ impl ClientFactory {
             resolved.push(lockcore::resolve(url).await?);
         }
         let lock_urls = resolved;
-        let plan = FaultPlan::new(name, self.ledger.timeline().clone());
+        let plan = FaultPlan::new(name, self.history.timeline().clone());
         let faults = FaultPoints::with_hook(plan.clone());
         let setup = ClientSetup {
             urls: lock_urls,
             name: name.to_owned(),
             config: self.config.clone(),
             faults: faults.clone(),
-            replies: Some(self.ledger.timeline().reply_log()),
+            replies: Some(self.history.timeline().reply_log()),
         };
         let db = Database::connect(&setup, &self.db_url)
             .await?
@@ -70,7 +70,7 @@ impl ClientFactory {
             name: name.to_owned(),
             lock,
             db,
-            ledger: self.ledger.clone(),
+            history: self.history.clone(),
             faults,
             plan,
             purchases: AtomicU32::new(0),
@@ -103,7 +103,7 @@ pub struct Client {
     name: String,
     lock: Arc<dyn DistributedLock>,
     db: Database,
-    ledger: Ledger,
+    history: History,
     faults: FaultPoints,
     plan: Arc<FaultPlan>,
     /// Purchases so far: numbers the request ids of a checking resource.
@@ -123,12 +123,16 @@ impl Client {
 
     /// Tries once to take the lock.
     pub async fn try_acquire(&self) -> Result<Option<Acquired>> {
+        self.history
+            .invoke(&self.name, Op::Acquire, Default::default());
         let result = self.lock.try_acquire().await;
         self.note_acquire(result)
     }
 
     /// Takes the lock, waiting at most `wait`.
     pub async fn acquire(&self, wait: Duration) -> Result<Option<Acquired>> {
+        self.history
+            .invoke(&self.name, Op::Acquire, Default::default());
         let result = self.lock.acquire(wait).await;
         self.note_acquire(result)
     }
@@ -147,11 +151,11 @@ impl Client {
     ) -> Result<Option<Acquired>> {
         match self.note_crash(result)? {
             Some(held) => {
-                self.ledger.acquired(&self.name, &held);
+                self.history.acquired(&self.name, &held);
                 Ok(Some(held))
             }
             None => {
-                self.ledger.not_acquired(&self.name);
+                self.history.not_acquired(&self.name);
                 Ok(None)
             }
         }
@@ -163,14 +167,14 @@ impl Client {
         Ok(self
             .acquire(wait)
             .await?
-            .map(|held| LockGuard::new(self.lock.clone(), held, &self.name, self.ledger.clone())))
+            .map(|held| LockGuard::new(self.lock.clone(), held, &self.name, self.history.clone())))
     }
 
     /// Gives the lock back. A refusal (not the owner) is a result here,
     /// [`Released::NotOwner`], not an error.
     pub async fn release(&self, held: &Acquired) -> Result<Released> {
         self.note_crash(self.faults.reached(Point::BeforeRelease).await)?;
-        self.ledger.release_sent(&self.name);
+        self.history.release_sent(&self.name);
         self.send_release(held).await
     }
 
@@ -178,7 +182,7 @@ impl Client {
     /// `BeforeRelease` is reached: a pause there delays a release whose
     /// business is over, instead of keeping the client inside.
     pub async fn leave_then_release(&self, held: &Acquired) -> Result<Released> {
-        self.ledger.release_sent(&self.name);
+        self.history.release_sent(&self.name);
         self.note_crash(self.faults.reached(Point::BeforeRelease).await)?;
         self.send_release(held).await
     }
@@ -186,13 +190,11 @@ impl Client {
     async fn send_release(&self, held: &Acquired) -> Result<Released> {
         match self.lock.release(held).await {
             Ok(outcome) => {
-                self.ledger.released(&self.name, outcome);
+                self.history.released(&self.name, outcome);
                 Ok(Released::Answered(outcome))
             }
             Err(LockError::NotOwner) => {
-                self.ledger
-                    .timeline()
-                    .record(&self.name, "release REFUSED: not the owner");
+                self.history.release_refused(&self.name);
                 Ok(Released::NotOwner)
             }
             Err(other) => Err(self.note_crash::<()>(Err(other)).unwrap_err()),
@@ -232,7 +234,7 @@ impl Client {
             Some(request) => format!("{sale}, for {request}"),
             None => sale.to_string(),
         };
-        self.ledger.timeline().record(&self.name, text);
+        self.history.timeline().record(&self.name, text);
         Ok(sale)
     }
 
@@ -274,11 +276,11 @@ impl Client {
         Ok(sold)
     }
 
-    /// Marks a crash in the ledger on its way out.
+    /// Marks a crash in the history on its way out.
     fn note_crash<T>(&self, result: Result<T, LockError>) -> Result<T> {
         result.map_err(|e| {
             if let LockError::Crashed(point) = e {
-                self.ledger.died(&self.name, &format!("died at {point}"));
+                self.history.died(&self.name, &format!("died at {point}"));
             }
             HarnessError::Lock(e)
         })

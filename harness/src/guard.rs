@@ -16,7 +16,7 @@ use std::sync::Arc;
 use lockcore::{Acquired, DistributedLock, LockError, Release};
 
 use crate::error::Result;
-use crate::observe::Ledger;
+use crate::history::History;
 
 // ANCHOR: guard
 /// A held lock that is released when the guard goes out of scope.
@@ -24,7 +24,7 @@ pub struct LockGuard {
     lock: Arc<dyn DistributedLock>,
     held: Option<Acquired>,
     client: String,
-    ledger: Ledger,
+    history: History,
 }
 
 impl LockGuard {
@@ -32,13 +32,13 @@ impl LockGuard {
         lock: Arc<dyn DistributedLock>,
         held: Acquired,
         client: &str,
-        ledger: Ledger,
+        history: History,
     ) -> Self {
         Self {
             lock,
             held: Some(held),
             client: client.to_owned(),
-            ledger,
+            history,
         }
     }
 
@@ -52,7 +52,7 @@ impl LockGuard {
     /// The normal way out: releases and waits for the answer.
     pub async fn release(mut self) -> Result<Result<Release, LockError>> {
         let held = self.held.take().expect("released once");
-        Ok(release(self.lock.clone(), held, &self.client, &self.ledger).await)
+        Ok(release(self.lock.clone(), held, &self.client, &self.history).await)
     }
 }
 
@@ -63,9 +63,10 @@ impl Drop for LockGuard {
         let Some(held) = self.held.take() else {
             return;
         };
-        let (lock, client, ledger) = (self.lock.clone(), self.client.clone(), self.ledger.clone());
+        let (lock, client, history) =
+            (self.lock.clone(), self.client.clone(), self.history.clone());
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
-            runtime.spawn(async move { release(lock, held, &client, &ledger).await });
+            runtime.spawn(async move { release(lock, held, &client, &history).await });
         }
     }
 }
@@ -75,15 +76,13 @@ async fn release(
     lock: Arc<dyn DistributedLock>,
     held: Acquired,
     client: &str,
-    ledger: &Ledger,
+    history: &History,
 ) -> Result<Release, LockError> {
-    ledger.release_sent(client);
+    history.release_sent(client);
     let outcome = lock.release(&held).await;
     match &outcome {
-        Ok(release) => ledger.released(client, *release),
-        Err(e) => ledger
-            .timeline()
-            .record(client, format!("release failed: {e}")),
+        Ok(release) => history.released(client, *release),
+        Err(e) => history.release_failed(client, e),
     }
     outcome
 }

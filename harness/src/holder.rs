@@ -16,13 +16,14 @@ use std::process::{Child, ChildStdin, Command, Stdio};
 use std::str::FromStr;
 use std::time::Duration;
 
-use lockcore::{Acquired, LockConfig, LockError, Point, Release, StageEntry};
+use lockcore::{Acquired, LockConfig, Point, Release, StageEntry};
 use tokio::io::AsyncBufReadExt;
 use tokio::sync::mpsc;
 
 use crate::client::{Client, ClientFactory, Released};
 use crate::error::{HarnessError, Result};
-use crate::observe::{Ledger, Timeline};
+use crate::history::{Detail, History, Op, Phase};
+use crate::observe::Timeline;
 use crate::process::{self, Signal};
 use crate::workload::{Fencing, RequestIds, Sale};
 
@@ -32,7 +33,7 @@ const ANSWER_WITHIN: Duration = Duration::from_secs(20);
 const ENV_SPEC: &str = "LOCKSTAGES_HOLDER";
 
 /// Everything a holder process needs, as it crosses the process boundary:
-/// the parent's [`ClientFactory`] without its ledger, every field of the
+/// the parent's [`ClientFactory`] without its history, every field of the
 /// [`LockConfig`] included (stage 7's drift factor too).
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct HolderSpec {
@@ -157,7 +158,9 @@ pub struct HolderProcess {
     child: Child,
     stdin: ChildStdin,
     answers: mpsc::UnboundedReceiver<String>,
-    ledger: Ledger,
+    /// The parent keeps the run's history from the child's answers.
+    history: History,
+    fencing: Fencing,
     held: Option<Acquired>,
 }
 
@@ -197,7 +200,7 @@ impl HolderProcess {
             }
         });
         factory
-            .ledger
+            .history
             .timeline()
             .record(name, format!("holder process started (pid {})", child.id()));
         Ok(Self {
@@ -205,7 +208,8 @@ impl HolderProcess {
             child,
             stdin,
             answers,
-            ledger: factory.ledger.clone(),
+            history: factory.history.clone(),
+            fencing: factory.fencing,
             held: None,
         })
     }
@@ -225,7 +229,7 @@ impl HolderProcess {
     pub async fn stall(&mut self, point: Point, stall: Duration) -> Result<()> {
         self.ask(&format!("stall {point} {}", stall.as_millis()))
             .await?;
-        self.ledger.timeline().record(
+        self.history.timeline().record(
             &self.name,
             format!("will stall {}ms at {point}", stall.as_millis()),
         );
@@ -252,8 +256,14 @@ impl HolderProcess {
 
     /// Takes the lock in the child, waiting at most `wait`. `true` if taken.
     pub async fn acquire(&mut self, wait: Duration) -> Result<bool> {
+        self.history
+            .invoke(&self.name, Op::Acquire, Detail::default());
         let answer = self.ask(&format!("acquire {}", wait.as_millis())).await?;
         if answer == "not-acquired" {
+            // Not narrated: a waiter's "no" is the story's to tell.
+            let no = Detail::default();
+            self.history
+                .complete(&self.name, Op::Acquire, Phase::Fail, no);
             return Ok(false);
         }
         // `acquired <value> <token>`; a value may hold spaces (stage 0's
@@ -268,7 +278,7 @@ impl HolderProcess {
         if token != "-" {
             held.fencing_token = Some(number(token, &answer)?);
         }
-        self.ledger.acquired(&self.name, &held);
+        self.history.acquired(&self.name, &held);
         self.held = Some(held);
         Ok(true)
     }
@@ -280,7 +290,7 @@ impl HolderProcess {
         writeln!(self.stdin, "acquire {}", wait.as_millis())
             .and_then(|()| self.stdin.flush())
             .map_err(|e| HarnessError::Holder(format!("{}: cannot ask: {e}", self.name)))?;
-        self.ledger.timeline().record(
+        self.history.timeline().record(
             &self.name,
             format!("asks for the lock, waiting up to {}ms", wait.as_millis()),
         );
@@ -289,17 +299,46 @@ impl HolderProcess {
 
     /// Reads the stock in the child: the business has begun.
     pub async fn read_stock(&mut self) -> Result<i64> {
+        // A fenced read shows the resource the token: it is then "seen".
+        let shown = match self.fencing {
+            Fencing::ReadsAndWrites => self.token(),
+            Fencing::WriteOnly | Fencing::Unchecked => None,
+        };
+        let invoke = Detail {
+            token: shown,
+            ..Detail::default()
+        };
+        self.history.invoke(&self.name, Op::Read, invoke);
         let answer = self.ask("read").await?;
-        match answer.strip_prefix("stock ") {
-            Some(n) => number(n, &answer),
-            None => Err(HarnessError::Holder(format!(
-                "unexpected answer `{answer}`"
-            ))),
-        }
+        let stock = match answer.strip_prefix("stock ") {
+            Some(n) => number(n, &answer)?,
+            None => {
+                return Err(HarnessError::Holder(format!(
+                    "unexpected answer `{answer}`"
+                )));
+            }
+        };
+        let read = Detail {
+            number: Some(stock),
+            ..Detail::default()
+        };
+        self.history.complete(&self.name, Op::Read, Phase::Ok, read);
+        Ok(stock)
+    }
+
+    fn token(&self) -> Option<u64> {
+        self.held.as_ref().and_then(|held| held.fencing_token)
     }
 
     /// Finishes the business in the child: writes `read - 1` and an order.
     pub async fn sell(&mut self, read: i64) -> Result<Sale> {
+        let token = self.token();
+        let invoke = Detail {
+            token,
+            number: Some(read),
+            ..Detail::default()
+        };
+        self.history.invoke(&self.name, Op::Sell, invoke);
         let answer = self.ask(&format!("sell {read}")).await?;
         let sale = match answer.split_whitespace().collect::<Vec<_>>()[..] {
             ["sold", from] => Sale::Sold(number(from, &answer)?),
@@ -314,40 +353,49 @@ impl HolderProcess {
                 )));
             }
         };
-        self.ledger.timeline().record(&self.name, sale.to_string());
+        let (phase, word, from) = match sale {
+            Sale::Sold(from) => (Phase::Ok, "sold", Some(from)),
+            Sale::SoldOut => (Phase::Ok, "sold-out", None),
+            Sale::Rejected { .. } => (Phase::Fail, "rejected", None),
+            Sale::Duplicate => (Phase::Fail, "duplicate", None),
+        };
+        let done = Detail {
+            token,
+            number: from,
+            result: Some(word.to_owned()),
+            ..Detail::default()
+        };
+        self.history.complete(&self.name, Op::Sell, phase, done);
+        self.history.timeline().record(&self.name, sale.to_string());
         Ok(sale)
     }
 
-    /// Releases in the child.
-    pub async fn release(&mut self) -> Result<Result<Release, LockError>> {
-        self.ledger.release_sent(&self.name);
+    /// Releases in the child. A refusal (not the owner) is a result,
+    /// [`Released::NotOwner`], as for a client in this process.
+    pub async fn release(&mut self) -> Result<Released> {
+        self.history.release_sent(&self.name);
         let answer = self.ask("release").await?;
-        let outcome = match answer.split_whitespace().collect::<Vec<_>>()[..] {
-            ["released", "deleted"] => Ok(Release::Deleted),
-            ["released", "nothing"] => Ok(Release::NothingDeleted),
-            ["released", "still-held", n] => Ok(Release::StillHeld(number(n, &answer)?)),
-            ["released", "unconfirmed", deleted, not_ours, unreachable] => {
-                Ok(Release::Unconfirmed {
-                    deleted: number(deleted, &answer)?,
-                    not_ours: number(not_ours, &answer)?,
-                    unreachable: number(unreachable, &answer)?,
-                })
+        let released = match answer.split_whitespace().collect::<Vec<_>>()[..] {
+            ["released", "deleted"] => Release::Deleted,
+            ["released", "nothing"] => Release::NothingDeleted,
+            ["released", "still-held", n] => Release::StillHeld(number(n, &answer)?),
+            ["released", "unconfirmed", deleted, not_ours, unreachable] => Release::Unconfirmed {
+                deleted: number(deleted, &answer)?,
+                not_ours: number(not_ours, &answer)?,
+                unreachable: number(unreachable, &answer)?,
+            },
+            ["not-owner"] => {
+                self.history.release_refused(&self.name);
+                return Ok(Released::NotOwner);
             }
-            ["not-owner"] => Err(LockError::NotOwner),
             _ => {
                 return Err(HarnessError::Holder(format!(
                     "unexpected answer `{answer}`"
                 )));
             }
         };
-        match &outcome {
-            Ok(release) => self.ledger.released(&self.name, *release),
-            Err(_) => self
-                .ledger
-                .timeline()
-                .record(&self.name, "release REFUSED: not the owner"),
-        }
-        Ok(outcome)
+        self.history.released(&self.name, released);
+        Ok(Released::Answered(released))
     }
 
     /// Waits up to `within` for the child's lock-lost signal. `true` if it fired.
@@ -357,7 +405,7 @@ impl HolderProcess {
             .await?;
         let lost = answer == "lost yes";
         if lost {
-            self.ledger
+            self.history
                 .timeline()
                 .record(&self.name, "its lost-lock signal fired");
         }
@@ -368,14 +416,14 @@ impl HolderProcess {
     pub fn kill(&mut self) -> Result<()> {
         process::send(self.pid(), Signal::Kill)?;
         let _ = self.child.wait();
-        self.ledger.died(&self.name, "KILLED with kill -9");
+        self.history.died(&self.name, "KILLED with kill -9");
         Ok(())
     }
 
     /// SIGSTOP: the whole process freezes, as in a stop-the-world GC pause.
     pub fn freeze(&mut self) -> Result<()> {
         process::send(self.pid(), Signal::Stop)?;
-        self.ledger
+        self.history
             .timeline()
             .record(&self.name, "FROZEN with SIGSTOP (a stop-the-world pause)");
         Ok(())
@@ -384,7 +432,7 @@ impl HolderProcess {
     /// SIGCONT: the process runs again, unaware that time passed.
     pub fn thaw(&mut self) -> Result<()> {
         process::send(self.pid(), Signal::Continue)?;
-        self.ledger
+        self.history
             .timeline()
             .record(&self.name, "thawed with SIGCONT");
         Ok(())
@@ -431,9 +479,9 @@ async fn serve(stage: StageEntry, spec: &str) -> Result<()> {
         lock_urls: spec.lock_urls.clone(),
         db_url: spec.db_url.clone(),
         config: spec.config(),
-        // The child's own ledger is thrown away: the parent keeps the
-        // scenario's ledger from the answers it gets.
-        ledger: Ledger::new(Timeline::new()),
+        // The child's own history is thrown away: the parent keeps the
+        // run's history from the answers it gets.
+        history: History::new(Timeline::new()),
         fencing: Fencing::from_label(&spec.fencing).ok_or_else(|| {
             HarnessError::Holder(format!("`{}` is not a fencing mode", spec.fencing))
         })?,

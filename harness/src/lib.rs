@@ -18,12 +18,17 @@
 //!   SIGSTOP;
 //! - [`workload`]: the articles' stock deduction on a database node;
 //! - [`guard`]: the release that runs on every path (drop, error, panic);
-//! - [`observe`]: what a run recorded (the clients' ledger, each node's
-//!   own record of its keys from `MONITOR` and keyspace notifications, the
-//!   timeline with the clients' replies) and the judge, the only code that
-//!   turns records into findings; the timeline is also drawn as a Mermaid
-//!   sequence diagram;
-//! - [`scenario`]: the fault stories, runnable against any stage;
+//! - [`observe`]: the servers' own record (each node's `MONITOR` and
+//!   keyspace notifications, who wrote and deleted each key, Sentinel and
+//!   Cluster events) and the timeline with the clients' replies, also drawn
+//!   as a Mermaid sequence diagram;
+//! - [`history`]: the one record of a run: every client operation as
+//!   invoke then ok / fail / info, what was done to the clients, what the
+//!   servers recorded, the final read;
+//! - [`check`]: the one judge: checkers over a history, the only code that
+//!   turns records into findings, one [`Finding`](check::Finding) type;
+//! - [`scenario`]: the fault stories, runnable against any stage; each
+//!   returns its record, and [`Scenario::play`] has it judged;
 //! - [`control`]: stage 0, the same workload without a lock;
 //! - [`explore`]: random fault schedules against many clients, a recorded
 //!   history, and checkers that judge the history alone (Jepsen-style).
@@ -31,12 +36,14 @@
 //! The harness drives stages only through [`lockcore`]'s contract and
 //! depends on none of them.
 
+pub mod check;
 pub mod client;
 pub mod control;
 pub mod error;
 pub mod explore;
 pub mod fault;
 pub mod guard;
+pub mod history;
 pub mod holder;
 pub mod observe;
 pub mod process;

@@ -30,7 +30,7 @@ fn env_on(url: &str) -> ScenarioEnv {
 
 async fn run(name: &str, env: ScenarioEnv) -> harness::Result<harness::Outcome> {
     let scenario = harness::scenario::find(name).unwrap();
-    (scenario.run)(stage_entry(), env).await
+    scenario.play(stage_entry(), env).await
 }
 
 /// Any single-node stage will do; the harness knows none, so use stage 0.

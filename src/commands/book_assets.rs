@@ -27,7 +27,8 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use harness::ScenarioEnv;
-use harness::observe::{Finding, Timeline, sequence_diagram};
+use harness::check::Finding;
+use harness::observe::{Timeline, sequence_diagram};
 use harness::server::Backend;
 use harness::workload::{Fencing, RequestIds};
 
@@ -283,7 +284,7 @@ async fn run_scenario(r: &BookRun) -> Result<Timeline, Failure> {
     eprintln!("running {} x {}", r.stage, r.scenario);
     let env = ScenarioEnv::new(Backend::from_env()?, launcher(&stage)?, r.fencing)
         .with_request_ids(r.request_ids);
-    let outcome = (scenario.run)(stage, env).await?;
+    let outcome = scenario.play(stage, env).await?;
     // With request ids checked the matrix's cell does not apply: a retry
     // must not be charged twice, and two different requests are not one.
     if r.request_ids == RequestIds::Checked && outcome.verdict.has(Finding::Duplicate) {

@@ -6,7 +6,7 @@
 use std::collections::BTreeSet;
 use std::io::{IsTerminal, Write as _};
 
-use harness::observe::Verdict;
+use harness::check::Verdict;
 use harness::server::Backend;
 use harness::{Outcome, ScenarioEnv};
 use indicatif::{ProgressBar, ProgressStyle};
@@ -317,7 +317,8 @@ async fn run_one(probe: &Probe) -> Result<Ran, Failure> {
         .ok_or_else(|| Failure::failed(format!("no {} in this build", probe.stage_name())))?;
     let env = ScenarioEnv::new(Backend::from_env()?, launcher(&stage)?, probe.fencing)
         .with_request_ids(probe.request_ids);
-    let outcome = (scenario.run)(stage, env)
+    let outcome = scenario
+        .play(stage, env)
         .await
         .map_err(|e| Failure::failed(format!("{} could not run: {e}", probe.label())))?;
     Ok(Ran::Done(Box::new(outcome)))

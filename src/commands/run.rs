@@ -2,8 +2,9 @@
 
 use std::path::Path;
 
+use harness::check::Finding;
 use harness::holder::Launcher;
-use harness::observe::{Finding, sequence_diagram};
+use harness::observe::sequence_diagram;
 use harness::server::Backend;
 use harness::workload::{Fencing, RequestIds};
 use harness::{Scenario, ScenarioEnv};
@@ -83,7 +84,7 @@ pub async fn run(
     }
     let env = ScenarioEnv::new(Backend::from_env()?, launcher(&stage)?, output.fencing)
         .with_request_ids(output.request_ids);
-    let outcome = (scenario.run)(stage, env).await?;
+    let outcome = scenario.play(stage, env).await?;
     if output.diagram {
         print!("{}", sequence_diagram(&outcome.timeline));
     } else if output.every_line {

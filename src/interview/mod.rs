@@ -19,7 +19,7 @@ pub mod prediction;
 mod questions;
 pub mod screen;
 
-use harness::observe::{Finding, Verdict};
+use harness::check::{Finding, Verdict};
 use harness::workload::{Fencing, RequestIds};
 
 pub use questions::QUESTIONS;

@@ -2,7 +2,7 @@
 //! started with, then what the source articles and interviewers add. Each answer is
 //! short; the runs and the chapter it points to say the rest.
 
-use harness::observe::Finding::{Deadlock, Duplicate, ForeignDelete, Overlap, Oversold, Refused};
+use harness::check::Finding::{Deadlock, Duplicate, ForeignDelete, Overlap, Oversold, Refused};
 use harness::workload::{Fencing, RequestIds};
 
 use super::Watch::{Clean, Fires};

@@ -87,7 +87,7 @@
 //! order. A cell is `ok`, `n/a`, or the findings that must fire, separated
 //! by spaces.
 
-use harness::observe::{Finding, Verdict};
+use harness::check::{Finding, Verdict};
 
 /// The columns, in order; checked against `harness::SCENARIOS` by a test.
 pub const COLUMNS: [&str; 25] = [

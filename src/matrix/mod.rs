@@ -7,7 +7,8 @@ mod report;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use harness::observe::{Timeline, Verdict};
+use harness::check::Verdict;
+use harness::observe::Timeline;
 use harness::{Scenario, ScenarioEnv};
 use indicatif::{ProgressBar, ProgressStyle};
 use lockcore::StageEntry;
@@ -200,7 +201,7 @@ async fn run_cell(
         Ok(env) => env,
         Err(e) => return (CellResult::Failed(e), None),
     };
-    match (scenario.run)(stage, env).await {
+    match scenario.play(stage, env).await {
         Ok(outcome) => (CellResult::Ran(outcome.verdict), Some(outcome.timeline)),
         // Not these servers' story (LOCKSTAGES_REDIS_URL and a node fault).
         Err(harness::HarnessError::NotApplicable(reason)) => {

@@ -3,7 +3,7 @@
 use std::fmt::Write as _;
 use std::time::Duration;
 
-use harness::observe::Finding;
+use harness::check::Finding;
 use serde_json::json;
 
 use super::{Cell, CellResult, Expected};
@@ -291,6 +291,7 @@ fn finding_mark(finding: Finding) -> &'static str {
         Finding::SelfBlocked => "SB",
         Finding::Refused => "RF",
         Finding::Duplicate => "DP",
+        Finding::StaleWrite => "SW",
     }
 }
 
@@ -354,7 +355,7 @@ fn header(stage: &str, short: bool) -> &str {
 mod tests {
     use std::time::Duration;
 
-    use harness::observe::{Finding, Verdict};
+    use harness::check::{Finding, Verdict};
 
     use super::*;
     use crate::matrix::expected;

@@ -7,7 +7,7 @@
 
 use std::fmt::Write as _;
 
-use harness::observe::Finding;
+use harness::check::Finding;
 
 use super::html::{self, Mermaid};
 use super::story::{self, Told};

@@ -4,7 +4,8 @@
 use std::fmt::Write as _;
 
 use harness::Scenario;
-use harness::observe::{Finding, Timeline, Verdict, sequence_diagram};
+use harness::check::{Finding, Verdict};
+use harness::observe::{Timeline, sequence_diagram};
 use lockcore::Description;
 
 use super::html::{self, Mermaid};

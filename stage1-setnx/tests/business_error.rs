@@ -4,8 +4,8 @@
 //! `Drop` runs on an early return and while a panic unwinds) gives the lock
 //! back, and the next client gets in.
 
+use harness::check::{Finding, Verdict};
 use harness::holder::Launcher;
-use harness::observe::{Finding, Verdict};
 use harness::scenario::{Outcome, Run, ScenarioEnv, run_in_test};
 
 #[tokio::test(flavor = "multi_thread")]

@@ -1,7 +1,7 @@
 //! Under contention, SETNX stops the overselling that no lock allows.
 
+use harness::check::{Finding, Verdict};
 use harness::control::STAGE0;
-use harness::observe::{Finding, Verdict};
 use harness::scenario::run_in_test;
 
 #[tokio::test(flavor = "multi_thread")]

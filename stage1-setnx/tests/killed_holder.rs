@@ -1,7 +1,7 @@
 //! A holder that dies before its DEL leaves a key with no expiry behind,
 //! and nobody ever gets the lock again.
 
-use harness::observe::Finding;
+use harness::check::Finding;
 use harness::scenario::run_in_test;
 
 harness::holder_entry!(stage1::STAGE);

@@ -3,7 +3,7 @@
 //! the whole patience window while the key stays. The lock node's record
 //! shows the key there all along and nobody acquiring: a deadlock.
 
-use harness::observe::{Finding, Verdict};
+use harness::check::{Finding, Verdict};
 use harness::scenario::run_in_test;
 
 #[tokio::test(flavor = "multi_thread")]

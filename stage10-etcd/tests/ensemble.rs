@@ -6,7 +6,7 @@
 //! asking for three lease TTLs after the election, is not let in: one
 //! holder, where Redis's failover handed the lock out twice.
 
-use harness::observe::Finding;
+use harness::check::Finding;
 
 #[tokio::test(flavor = "multi_thread")]
 async fn killing_the_leader_keeps_one_holder() {

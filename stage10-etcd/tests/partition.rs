@@ -6,7 +6,7 @@
 //! does the majority expire the lease and let client-B in. One holder at a
 //! time, where Redis's split brain had two.
 
-use harness::observe::Finding;
+use harness::check::Finding;
 
 #[tokio::test(flavor = "multi_thread")]
 async fn the_holder_cut_off_with_a_minority_is_told_before_anyone_else_is_let_in() {

@@ -8,7 +8,7 @@
 //! same of etcd 3.4.3's locks): only the resource can refuse the stale
 //! write, by the token, the key's create revision.
 
-use harness::observe::Finding;
+use harness::check::Finding;
 use harness::scenario::{Outcome, run_in_test_with};
 use harness::workload::Fencing;
 

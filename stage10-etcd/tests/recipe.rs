@@ -6,7 +6,7 @@
 mod common;
 
 use common::{LEASE, patience, start};
-use harness::observe::Finding;
+use harness::check::Finding;
 use harness::workload::Fencing;
 use lockcore::Release;
 

@@ -1,7 +1,7 @@
 //! The expiry changes nothing when every holder finishes in time: eight
 //! clients still sell exactly ten items.
 
-use harness::observe::Verdict;
+use harness::check::Verdict;
 use harness::scenario::run_in_test;
 
 #[tokio::test(flavor = "multi_thread")]

@@ -3,8 +3,8 @@
 //! that dies after EXPIRE costs the others a single TTL.
 
 use harness::HarnessError;
+use harness::check::Finding;
 use harness::holder::Launcher;
-use harness::observe::Finding;
 use harness::scenario::{Run, ScenarioEnv, run_in_test};
 use lockcore::{LockError, Point};
 

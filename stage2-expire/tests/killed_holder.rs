@@ -1,7 +1,7 @@
 //! A holder process killed with `kill -9` after its EXPIRE: the key expires
 //! on its own and the next client sells, where stage 1 deadlocked.
 
-use harness::observe::Finding;
+use harness::check::Finding;
 use harness::scenario::{Timing, run_in_test};
 
 harness::holder_entry!(stage2::STAGE);

@@ -2,7 +2,7 @@
 //! still works, client-B takes it, client-A's DEL deletes client-B's key,
 //! and client-C walks in while client-B is still inside.
 
-use harness::observe::Finding;
+use harness::check::Finding;
 use harness::scenario::run_in_test;
 
 #[tokio::test(flavor = "multi_thread")]

@@ -1,6 +1,6 @@
 //! Under contention, SET NX PX takes turns as well as SETNX did.
 
-use harness::observe::Verdict;
+use harness::check::Verdict;
 use harness::scenario::run_in_test;
 
 #[tokio::test(flavor = "multi_thread")]

@@ -2,7 +2,7 @@
 //! at which the key lives without an expiry: a holder that crashes right
 //! after taking the lock costs the others one TTL, never a deadlock.
 
-use harness::observe::Finding;
+use harness::check::Finding;
 use harness::scenario::{Timing, run_in_test};
 
 #[tokio::test(flavor = "multi_thread")]

@@ -1,7 +1,7 @@
 //! A holder process killed with `kill -9` inside its critical section: its
 //! key expires on its own and the next client sells.
 
-use harness::observe::Finding;
+use harness::check::Finding;
 use harness::scenario::{Timing, run_in_test};
 
 harness::holder_entry!(stage3::STAGE);

@@ -5,7 +5,7 @@
 //! did get in): the lock node records the expiry, then the holder's new
 //! write. SELF-BLOCKED.
 
-use harness::observe::{Finding, Verdict};
+use harness::check::{Finding, Verdict};
 use harness::scenario::run_in_test;
 
 #[tokio::test(flavor = "multi_thread")]

@@ -2,7 +2,7 @@
 //! outlives the TTL, client-A's DEL still deletes client-B's lock and
 //! client-C walks in while client-B is inside.
 
-use harness::observe::Finding;
+use harness::check::Finding;
 use harness::scenario::run_in_test;
 
 #[tokio::test(flavor = "multi_thread")]

@@ -2,7 +2,7 @@
 //! stage 3's SET NX PX did: the value changes who may release, not who may
 //! acquire.
 
-use harness::observe::Verdict;
+use harness::check::Verdict;
 use harness::scenario::run_in_test;
 
 #[tokio::test(flavor = "multi_thread")]

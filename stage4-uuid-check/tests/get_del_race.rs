@@ -5,7 +5,7 @@
 //! moment before the release's final command, the `DEL`; stage 5's test
 //! pauses at the same place of its own release, just before the script.
 
-use harness::observe::{Finding, Verdict};
+use harness::check::{Finding, Verdict};
 use harness::scenario::run_in_test;
 
 #[tokio::test(flavor = "multi_thread")]

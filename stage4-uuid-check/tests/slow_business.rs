@@ -3,7 +3,7 @@
 //! nothing. It fixes nothing else: the lock still expired under client-A,
 //! both were inside at once, and one item sold twice.
 
-use harness::observe::Finding;
+use harness::check::Finding;
 use harness::scenario::run_in_test;
 
 #[tokio::test(flavor = "multi_thread")]

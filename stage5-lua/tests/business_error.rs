@@ -4,7 +4,7 @@
 //! the expiry before the next client's turn. (The fix, a guard that
 //! releases on every path, is in stage 1's `tests/business_error.rs`.)
 
-use harness::observe::Verdict;
+use harness::check::Verdict;
 use harness::scenario::run_in_test;
 
 #[tokio::test(flavor = "multi_thread")]

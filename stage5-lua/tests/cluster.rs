@@ -3,7 +3,7 @@
 //! master and promotes its replica by itself, and clients that follow the
 //! lock key's slot wherever the cluster says it is served.
 
-use harness::observe::Finding;
+use harness::check::Finding;
 use harness::scenario::run_in_test;
 
 #[tokio::test(flavor = "multi_thread")]

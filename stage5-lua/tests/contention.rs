@@ -1,7 +1,7 @@
 //! Under contention, the Lua release takes turns as well as the earlier
 //! stages did.
 
-use harness::observe::Verdict;
+use harness::check::Verdict;
 use harness::scenario::run_in_test;
 
 #[tokio::test(flavor = "multi_thread")]

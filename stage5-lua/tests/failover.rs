@@ -3,7 +3,7 @@
 //! the promoted replica grants the same lock again, and there are two
 //! holders.
 
-use harness::observe::Finding;
+use harness::check::Finding;
 use harness::scenario::run_in_test;
 
 #[tokio::test(flavor = "multi_thread")]

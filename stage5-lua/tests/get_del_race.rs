@@ -8,7 +8,7 @@
 //! is just before the script is sent. No later point exists: once the
 //! script runs, nothing can come between its compare and its delete.
 
-use harness::observe::Verdict;
+use harness::check::Verdict;
 use harness::scenario::run_in_test;
 
 #[tokio::test(flavor = "multi_thread")]

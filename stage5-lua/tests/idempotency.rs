@@ -6,7 +6,7 @@
 //! once refuses the retry. It cannot refuse two *different* requests, so a
 //! paused holder's stale write still oversells.
 
-use harness::observe::Finding;
+use harness::check::Finding;
 use harness::scenario::{Outcome, run_in_test, run_in_test_with};
 use harness::workload::RequestIds;
 

@@ -2,7 +2,7 @@
 //! the test: a master, two replicas, three Sentinels that decide the
 //! failover themselves, and clients that find the master through them.
 
-use harness::observe::Finding;
+use harness::check::Finding;
 use harness::scenario::run_in_test;
 
 #[tokio::test(flavor = "multi_thread")]

@@ -1,7 +1,7 @@
 //! A safe release is no help to a holder that is still working when its
 //! lock expires: client-B gets in, both read the one item, both sell it.
 
-use harness::observe::Finding;
+use harness::check::Finding;
 use harness::scenario::run_in_test;
 
 #[tokio::test(flavor = "multi_thread")]

@@ -4,7 +4,7 @@
 //! the client lives, so nobody else ever gets in. With a watchdog, a
 //! forgotten unlock is a deadlock, not a wait for the TTL.
 
-use harness::observe::{Finding, Verdict};
+use harness::check::{Finding, Verdict};
 use harness::scenario::run_in_test;
 
 #[tokio::test(flavor = "multi_thread")]

@@ -2,7 +2,7 @@
 //! its replica has the lock, the promoted replica never heard of it: the
 //! next client takes it while the first is still working.
 
-use harness::observe::Finding;
+use harness::check::Finding;
 use harness::scenario::run_in_test;
 
 #[tokio::test(flavor = "multi_thread")]

@@ -5,7 +5,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use harness::observe::Verdict;
+use harness::check::Verdict;
 use harness::scenario::run_in_test;
 use harness::server::{Backend, Node};
 use lockcore::{ClientSetup, LockConfig, Release};

@@ -3,7 +3,7 @@
 //! wakes up to sell stock it read before the pause. Its lost-lock signal
 //! fires, but only after the thaw, when the damage is a write away.
 
-use harness::observe::Finding;
+use harness::check::Finding;
 use harness::scenario::run_in_test;
 
 harness::holder_entry!(stage6::STAGE);

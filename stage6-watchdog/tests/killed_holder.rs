@@ -4,7 +4,7 @@
 //! watchdog died with its process.
 
 use harness::Timing;
-use harness::observe::Verdict;
+use harness::check::Verdict;
 use harness::scenario::run_in_test;
 
 harness::holder_entry!(stage6::STAGE);

@@ -5,8 +5,8 @@
 //! The story itself is in `stories/lease.rs`, which the book's recording
 //! (`lockstages book-assets`, run `stage6-lease`) runs too.
 
+use harness::check::Finding;
 use harness::holder::Launcher;
-use harness::observe::Finding;
 use harness::scenario::ScenarioEnv;
 use harness::workload::Sale;
 use lockcore::LockError;

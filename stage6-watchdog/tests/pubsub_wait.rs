@@ -6,8 +6,8 @@
 //! The story itself is in `stories/pubsub_wait.rs`, which the book's
 //! recording (`lockstages book-assets`, run `stage6-pubsub-wait`) runs too.
 
+use harness::check::Verdict;
 use harness::holder::Launcher;
-use harness::observe::Verdict;
 use harness::scenario::ScenarioEnv;
 use lockcore::Release;
 

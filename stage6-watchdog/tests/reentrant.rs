@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use harness::observe::Verdict;
+use harness::check::Verdict;
 use harness::scenario::run_in_test;
 use harness::server::{Backend, Node};
 use lockcore::{ClientSetup, LockConfig, LockError, Release};

@@ -4,8 +4,8 @@
 
 use std::time::Duration;
 
+use harness::check::Verdict;
 use harness::holder::Launcher;
-use harness::observe::Verdict;
 use harness::scenario::{Run, ScenarioEnv, Timing};
 use harness::{HarnessError, workload::Sale};
 

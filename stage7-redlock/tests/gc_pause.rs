@@ -2,7 +2,7 @@
 //! validity, it wakes up, still sure of its lock, and sells an item that a
 //! second holder has sold meanwhile.
 
-use harness::observe::Finding;
+use harness::check::Finding;
 use harness::scenario::run_in_test;
 
 harness::holder_entry!(stage7::STAGE);

@@ -1,7 +1,7 @@
 //! Answers that come too late are no answers: the lock is refused, and the
 //! keys the late answers were about are deleted on every master.
 
-use harness::observe::{Finding, Verdict};
+use harness::check::{Finding, Verdict};
 use harness::scenario::run_in_test;
 
 #[tokio::test(flavor = "multi_thread")]

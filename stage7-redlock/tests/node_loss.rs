@@ -5,8 +5,8 @@
 //! recording (`lockstages book-assets`, runs `stage7-node-loss-minority` and
 //! `stage7-node-loss-majority`) runs too.
 
+use harness::check::Verdict;
 use harness::holder::Launcher;
-use harness::observe::Verdict;
 use harness::scenario::ScenarioEnv;
 
 #[path = "stories/node_loss.rs"]

@@ -3,10 +3,10 @@
 //! while the first still trusts its lock. Keeping a restarted master down
 //! for longer than the TTL closes the hole for restarts.
 
+use harness::check::{Finding, Verdict};
 use harness::holder::Launcher;
-use harness::observe::{Finding, Verdict};
 use harness::scenario::run_with_restart_delay;
-use harness::scenario::{ScenarioEnv, run_in_test};
+use harness::scenario::{Outcome, ScenarioEnv, run_in_test};
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_master_restarting_empty_gives_the_lock_to_two_holders_and_the_item_is_sold_twice() {
@@ -25,9 +25,10 @@ async fn a_master_restarting_empty_gives_the_lock_to_two_holders_and_the_item_is
 async fn a_master_kept_down_three_ttls_before_restarting_lets_nobody_in_beside_the_holder() {
     let env = ScenarioEnv::from_env(Launcher::this_test_binary()).unwrap_or_else(|e| panic!("{e}"));
     let down_for = env.timing.ttl * 3;
-    let outcome = run_with_restart_delay(stage7::STAGE, env, down_for)
+    let recorded = run_with_restart_delay(stage7::STAGE, env, down_for)
         .await
         .unwrap();
+    let outcome = Outcome::judged(recorded);
     println!("{}", outcome.timeline.render());
     assert_eq!(outcome.fact("holder_nodes"), 3);
     assert_eq!(outcome.fact("contender_acquired"), 0);

@@ -3,7 +3,7 @@
 //! its write is legitimate to the resource: the same request is charged
 //! twice. With request ids checked too, the resource refuses the retry.
 
-use harness::observe::Finding;
+use harness::check::Finding;
 use harness::scenario::{run_in_test, run_in_test_with};
 use harness::workload::RequestIds;
 

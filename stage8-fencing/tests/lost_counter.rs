@@ -3,7 +3,7 @@
 //! replica had it, a restart without persistence), it starts again, tokens
 //! repeat, and the resource cannot tell the stale holder from the new one.
 
-use harness::observe::Finding;
+use harness::check::Finding;
 use harness::scenario::{Outcome, run_in_test};
 
 /// The fencing tokens `client` was granted, from the timeline.

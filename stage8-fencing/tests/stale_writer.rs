@@ -6,7 +6,7 @@
 //! resource registers tokens on reads: one that checks writes only is fooled
 //! when the stale write lands first.
 
-use harness::observe::Finding;
+use harness::check::Finding;
 use harness::scenario::{Outcome, run_in_test, run_in_test_with};
 use harness::workload::Fencing;
 

@@ -8,7 +8,7 @@
 mod common;
 
 use common::{SESSION, World, patience};
-use harness::observe::Finding;
+use harness::check::Finding;
 use harness::server::ensemble::Ensemble;
 use harness::workload::Fencing;
 use lockcore::Release;

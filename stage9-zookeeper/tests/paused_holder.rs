@@ -8,7 +8,8 @@
 mod common;
 
 use common::{SESSION, World, patience};
-use harness::observe::Finding;
+use harness::Released;
+use harness::check::Finding;
 use harness::scenario::Outcome;
 use harness::workload::{Fencing, Sale};
 use lockcore::Release;
@@ -46,8 +47,8 @@ async fn paused_holder(fencing: Fencing) -> (Outcome, Sale) {
     );
     // Its node went with its session: nothing is left to delete.
     assert_eq!(
-        holder.release().await.unwrap().unwrap(),
-        Release::NothingDeleted
+        holder.release().await.unwrap(),
+        Released::Answered(Release::NothingDeleted)
     );
     let a = holder.held().and_then(|h| h.fencing_token).unwrap();
     let b = held.fencing_token.unwrap();

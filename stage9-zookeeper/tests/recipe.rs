@@ -5,7 +5,7 @@
 mod common;
 
 use common::{SESSION, World, patience};
-use harness::observe::Finding;
+use harness::check::Finding;
 use harness::workload::Fencing;
 use lockcore::Release;
 

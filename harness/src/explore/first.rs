@@ -9,8 +9,8 @@
 
 use std::time::Duration;
 
-use super::checkers::Violation;
-use super::history::{Entry, Phase};
+use crate::check::Violation;
+use crate::history::{Entry, Phase};
 
 /// Where a check first failed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -43,9 +43,9 @@ pub fn operations_until(entries: &[Entry], violation: &Violation) -> usize {
 
 #[cfg(test)]
 mod tests {
-    use super::super::checkers::{Check, tests::Script};
-    use super::super::history::{Op, Phase};
     use super::*;
+    use crate::check::{Finding, tests::Script};
+    use crate::history::{Op, Phase};
 
     #[test]
     fn operations_are_counted_up_to_the_last_client_entry_of_the_evidence() {
@@ -56,7 +56,7 @@ mod tests {
         b.step(7, "client-A", Op::Read, Phase::Invoke);
         let entries = b.0;
         let violation = Violation {
-            check: Check::MutualExclusion,
+            finding: Finding::Overlap,
             text: String::new(),
             processes: vec![],
             evidence: vec![ok],

@@ -20,19 +20,19 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::time::Duration;
 
-use lockcore::{LockError, Point, Release};
+use lockcore::{Point, Release};
 use std::sync::atomic::AtomicU64;
 use tokio::sync::Notify;
 use tokio::time::{Instant, sleep, sleep_until, timeout};
 
-use super::history::{Detail, History, Op, Phase};
 use super::rng::Rng;
 use super::schedule::client_name;
 use crate::client::ClientFactory;
+use crate::client::Released;
 use crate::error::{HarnessError, Result};
+use crate::history::{Detail, History, Op, Phase};
 use crate::holder::{HolderProcess, Launcher};
 use crate::process::{self, Signal};
-use crate::workload::{Fencing, Sale};
 
 /// What the nemesis knows of one client, and how it reaches it.
 #[derive(Debug, Default)]
@@ -335,7 +335,9 @@ impl Workload<'_> {
 
     // ANCHOR: purchase
     /// Acquire, read, work, sell, release. `Err(Unknown)` when an outcome
-    /// is unknown and the process must be replaced.
+    /// is unknown and the process must be replaced. The holder records
+    /// each operation it is asked (invoke, then ok or fail); what only the
+    /// loop knows, an answer that never came, is recorded here as `info`.
     async fn one_purchase(
         &self,
         slot: usize,
@@ -343,56 +345,24 @@ impl Workload<'_> {
         holder: &mut HolderProcess,
         rng: &mut Rng,
     ) -> Result<(), Unknown> {
-        let (h, state) = (self.history, self.slots.get(slot));
+        let state = self.slots.get(slot);
         let patience = self.ttl * 3;
-        h.invoke(name, Op::Acquire, Detail::default());
         let reconnect = state.reconnect_now.notified();
         let acquired = tokio::select! {
             acquired = self.within(Op::Acquire, name, holder.acquire(patience)) => acquired?,
             () = reconnect => {
                 let gave_up = word("gave up: a lock node restarted, reconnecting", None);
-                h.complete(name, Op::Acquire, Phase::Info, gave_up);
+                self.history.complete(name, Op::Acquire, Phase::Info, gave_up);
                 return Err(Unknown);
             }
         };
-        match acquired {
-            false => {
-                h.complete(name, Op::Acquire, Phase::Fail, Detail::default());
-                return Ok(());
-            }
-            true => {
-                let held = holder.held().cloned();
-                h.complete(
-                    name,
-                    Op::Acquire,
-                    Phase::Ok,
-                    Detail {
-                        value: held.as_ref().map(|a| a.value.clone()),
-                        token: held.as_ref().and_then(|a| a.fencing_token),
-                        ..Detail::default()
-                    },
-                );
-                state.inside.store(true, Ordering::SeqCst);
-                self.slots.granted(slot);
-            }
+        if !acquired {
+            return Ok(());
         }
-        let token = holder.held().and_then(|a| a.fencing_token);
+        state.inside.store(true, Ordering::SeqCst);
+        self.slots.granted(slot);
 
-        // A fenced read shows the resource the token: it is then "seen".
-        let shown = match self.factory.fencing {
-            Fencing::ReadsAndWrites => token,
-            Fencing::WriteOnly | Fencing::Unchecked => None,
-        };
-        h.invoke(
-            name,
-            Op::Read,
-            Detail {
-                token: shown,
-                ..Detail::default()
-            },
-        );
         let stock = self.within(Op::Read, name, holder.read_stock()).await?;
-        h.complete(name, Op::Read, Phase::Ok, number(stock));
         self.slots.read(slot);
 
         sleep(self.work_time(rng)).await;
@@ -402,43 +372,17 @@ impl Workload<'_> {
         }
         state.stay().await;
 
-        h.invoke(
-            name,
-            Op::Sell,
-            Detail {
-                token,
-                ..number(stock)
-            },
-        );
-        let sale = self.within(Op::Sell, name, holder.sell(stock)).await?;
-        let (phase, detail) = match sale {
-            Sale::Sold(from) => (Phase::Ok, word("sold", Some(from))),
-            Sale::SoldOut => (Phase::Ok, word("sold-out", None)),
-            Sale::Rejected { .. } => (Phase::Fail, word("rejected", None)),
-            // Only a resource that checks request ids answers this, and the
-            // explorer's purchases are each a new request.
-            Sale::Duplicate => (Phase::Fail, word("duplicate", None)),
-        };
-        h.complete(name, Op::Sell, phase, Detail { token, ..detail });
+        self.within(Op::Sell, name, holder.sell(stock)).await?;
 
         let stall = lock(&state.stall).take();
         if let Some(stall) = stall {
             let _ = holder.stall(self.stall_point, stall).await;
         }
         state.inside.store(false, Ordering::SeqCst);
-        h.invoke(name, Op::Release, Detail::default());
-        let (phase, detail) = match self.within(Op::Release, name, holder.release()).await? {
-            Ok(Release::Deleted) => (Phase::Ok, word("deleted", None)),
-            Ok(Release::NothingDeleted) => (Phase::Ok, word("nothing", None)),
-            Ok(Release::StillHeld(n)) => (Phase::Ok, word("still-held", Some(i64::from(n)))),
-            // Masters out of reach: whether the lock was still ours is unknown.
-            Ok(Release::Unconfirmed { .. }) => (Phase::Info, word("unconfirmed", None)),
-            Err(LockError::NotOwner) => (Phase::Fail, word("not-owner", None)),
-            Err(other) => (Phase::Info, word(&other.to_string(), None)),
-        };
-        h.complete(name, Op::Release, phase, detail);
+        let released = self.within(Op::Release, name, holder.release()).await?;
         self.slots.released(slot);
-        if phase == Phase::Info {
+        // Masters out of reach: whether the lock was still ours is unknown.
+        if let Released::Answered(Release::Unconfirmed { .. }) = released {
             return Err(Unknown);
         }
         Ok(())
@@ -475,13 +419,6 @@ fn signal_pid(pid: u32, signal: Signal) -> Result<()> {
 
 /// An operation's outcome is unknown; the client's process is replaced.
 struct Unknown;
-
-fn number(n: i64) -> Detail {
-    Detail {
-        number: Some(n),
-        ..Detail::default()
-    }
-}
 
 fn word(result: &str, n: Option<i64>) -> Detail {
     Detail {

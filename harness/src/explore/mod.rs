@@ -1,5 +1,7 @@
 //! The explorer: random fault schedules against many clients, a history of
-//! everything observed, and checkers that judge the history alone.
+//! everything observed, and checkers that judge the history alone (the
+//! run's one record, [`crate::history`], and its one judge,
+//! [`crate::check`], shared with the scripted stories).
 //!
 //! A scripted scenario shows one interleaving. The explorer, in the manner
 //! of Jepsen, runs many: trial after trial, each on fresh servers, several
@@ -12,9 +14,9 @@
 //!   (pure: drawn before anything runs);
 //! - [`nemesis`]: how a schedule is played against real processes,
 //!   proxies and nodes, aimed at the holders' critical sections;
-//! - [`history`]: what was observed, as invocations and completions, with
-//!   the servers' own record;
-//! - [`checkers`]: what is judged, from the history alone;
+//! - the history records what was observed, as invocations and
+//!   completions, with the servers' own record; the checkers judge it, from
+//!   the history alone;
 //! - [`trial`]: one trial, start to verdict; [`shrink`]: the smallest
 //!   schedule that still shows a violation; [`first`]: how fast each
 //!   violation was first found.
@@ -24,10 +26,8 @@
 //! (with its seed, trial, schedule, history slice and timeline), and the
 //! throughput of critical sections.
 
-pub mod checkers;
 pub mod first;
 pub mod generator;
-pub mod history;
 pub mod nemesis;
 mod rng;
 pub mod schedule;
@@ -42,7 +42,7 @@ use std::time::Duration;
 use lockcore::StageEntry;
 use tokio::time::Instant;
 
-pub use checkers::{Check, Violation};
+pub use crate::check::{Finding, Violation};
 pub use first::First;
 pub use schedule::{Fault, Kind, Schedule};
 pub use trial::{TrialOutcome, TrialSpec};
@@ -110,10 +110,10 @@ impl Found {
         actors.extend(["harness".to_owned(), "redis".to_owned()]);
         // The final read's moment in the timeline holds only the harness's
         // own reckoning; the timeline is wanted where clients acted.
-        let acted: Vec<&history::Entry> = slice
+        let acted: Vec<&crate::history::Entry> = slice
             .iter()
             .copied()
-            .filter(|e| !matches!(e.what, history::What::Final { .. }))
+            .filter(|e| !matches!(e.what, crate::history::What::Final { .. }))
             .collect();
         let timeline: Vec<String> = windows(&acted)
             .into_iter()
@@ -142,7 +142,7 @@ impl Found {
 
 /// The stretches of time around each entry of `slice` (from a little
 /// before to just after), merged where they touch.
-fn windows(slice: &[&history::Entry]) -> Vec<(Duration, Duration)> {
+fn windows(slice: &[&crate::history::Entry]) -> Vec<(Duration, Duration)> {
     const BEFORE: Duration = Duration::from_millis(40);
     const AFTER: Duration = Duration::from_millis(10);
     let mut windows: Vec<(Duration, Duration)> = Vec::new();
@@ -194,12 +194,12 @@ pub struct StageReport {
     /// Faults played, by kind.
     pub faults: BTreeMap<Kind, usize>,
     /// The first violation of each check.
-    pub found: BTreeMap<Check, Found>,
+    pub found: BTreeMap<Finding, Found>,
     /// Trials where the machine stalled a client past the TTL with no
     /// fault aimed at it.
     pub disturbed: u64,
     /// The checks that failed in trials the machine did not disturb.
-    pub found_undisturbed: std::collections::BTreeSet<Check>,
+    pub found_undisturbed: std::collections::BTreeSet<Finding>,
     /// Time since exploring began, at the end of the last trial added.
     pub elapsed: Duration,
 }
@@ -229,11 +229,11 @@ impl StageReport {
         self.disturbed += u64::from(outcome.disturbed);
         if !outcome.disturbed {
             self.found_undisturbed
-                .extend(outcome.violations.iter().map(|v| v.check));
+                .extend(outcome.violations.iter().map(|v| v.finding));
         }
         for violation in &outcome.violations {
             self.found
-                .entry(violation.check)
+                .entry(violation.finding)
                 .and_modify(|found| found.trials += 1)
                 .or_insert_with(|| {
                     let mut found = Found::from_trial(spec, outcome, violation);

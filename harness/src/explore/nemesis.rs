@@ -25,9 +25,9 @@ use tokio::sync::Mutex;
 use tokio::time::{Instant, sleep_until};
 
 use super::generator::{Read, Slots};
-use super::history::History;
 use super::schedule::{AIM_TTLS, Fault, Kind, Schedule, client_name};
 use crate::error::Result;
+use crate::history::History;
 use crate::process::Signal;
 use crate::scenario::Run;
 use crate::scenario::redlock_topology::Proxies;

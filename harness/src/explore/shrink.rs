@@ -6,8 +6,8 @@
 //! between runs, so "still fails" is one rerun's word: a shrunk schedule
 //! is a strong hint, not a proof, and its replay line lets anyone try again.
 
-use super::checkers::Check;
 use super::trial::{self, TrialOutcome, TrialSpec};
+use crate::check::Finding;
 use crate::error::Result;
 use crate::scenario::ScenarioEnv;
 
@@ -16,7 +16,7 @@ use crate::scenario::ScenarioEnv;
 pub async fn shrink(
     env: &ScenarioEnv,
     spec: &TrialSpec,
-    check: Check,
+    finding: Finding,
     mut tried: impl FnMut(&[usize], bool),
 ) -> Result<(Vec<usize>, Option<TrialOutcome>)> {
     let mut keep = spec.schedule(env.timing.ttl).numbers();
@@ -28,7 +28,7 @@ pub async fn shrink(
             ..spec.clone()
         };
         let outcome = trial::run(env, &attempt).await?;
-        let still = outcome.violations.iter().any(|v| v.check == check);
+        let still = outcome.violations.iter().any(|v| v.finding == finding);
         tried(&candidate, still);
         if still {
             keep = candidate;

@@ -7,12 +7,12 @@ use futures_util::future::join_all;
 use lockcore::StageEntry;
 use tokio::time::Instant;
 
-use super::checkers::{self, Violation};
 use super::generator::{Slots, Workload};
-use super::history::{History, What};
 use super::nemesis::{Nemesis, stall_point};
 use super::schedule::{Kind, Schedule, Shape, TRIAL_TTLS};
+use crate::check::{self, Violation};
 use crate::error::Result;
+use crate::history::{History, Phase};
 use crate::observe::Timeline;
 use crate::scenario::{Run, ScenarioEnv};
 
@@ -76,7 +76,7 @@ pub struct TrialOutcome {
     /// How long the clients worked.
     pub worked: Duration,
     /// A critical section outlived the TTL with no fault aimed at its
-    /// client: the machine stalled it ([`checkers::unexplained_overruns`]).
+    /// client: the machine stalled it ([`check::unexplained_overruns`]).
     pub disturbed: bool,
 }
 
@@ -95,17 +95,7 @@ pub async fn run(env: &ScenarioEnv, spec: &TrialSpec) -> Result<TrialOutcome> {
     let proxies = run.put_proxies().await?;
     let lock_nodes: Vec<String> = run.nodes.iter().map(|n| n.label().to_owned()).collect();
     let timeline = run.timeline().clone();
-    let history = History::new(&timeline);
-    history.push(
-        "harness",
-        What::Setup {
-            stage: spec.stage.description.name.to_owned(),
-            ttl: timing.ttl,
-            stock: STOCK,
-            lock_nodes: lock_nodes.clone(),
-            fencing: env.fencing.label(),
-        },
-    );
+    let history = run.history().clone();
     run.narrate(format!(
         "explore seed {} trial {}: {} clients; faults:\n{}",
         spec.seed,
@@ -145,24 +135,17 @@ pub async fn run(env: &ScenarioEnv, spec: &TrialSpec) -> Result<TrialOutcome> {
     let worked = start.elapsed();
     done.into_iter().collect::<Result<Vec<()>>>()?;
 
-    let outcome = run.finish().await?;
-    history.push(
-        "harness",
-        What::Final {
-            orders: outcome.fact("orders"),
-            stock_left: outcome.fact("stock_left"),
-        },
-    );
+    run.record().await?;
     drop(proxies);
     drop(link);
-    history.absorb_servers(&timeline, &lock_nodes);
+    history.absorb_servers(&lock_nodes);
     let entries = history.entries();
-    let violations = checkers::check(&entries);
-    let sections = checkers::sections(&entries).len();
-    let disturbed = !checkers::unexplained_overruns(&entries).is_empty();
+    let violations = check::check(&entries);
+    let sections = check::sections(&entries).len();
+    let disturbed = !check::unexplained_overruns(&entries).is_empty();
     let operations = entries
         .iter()
-        .filter(|e| matches!(e.op(), Some((_, super::history::Phase::Invoke, _))))
+        .filter(|e| matches!(e.op(), Some((_, Phase::Invoke, _))))
         .count();
     Ok(TrialOutcome {
         schedule,

@@ -10,7 +10,7 @@
 //! is one arrow in a `loop` box that says how many times.
 //!
 //! It reads only what the timeline recorded (commands with their paired
-//! replies, the ledger's narration), so it draws what happened, not what a
+//! replies, the history's narration), so it draws what happened, not what a
 //! scenario meant to happen.
 
 use std::fmt::Write as _;
@@ -18,8 +18,8 @@ use std::time::SystemTime;
 
 use super::timeline::{Event, Repeated, Timeline};
 
-/// The ledger's words that open and close a critical section (a test below
-/// holds them to what the ledger writes).
+/// The history's words that open and close a critical section (a test
+/// below holds them to what the history writes).
 const ENTERS: &str = "acquired the lock";
 const LEAVES: [&str; 3] = ["leaves the critical section", "KILLED", "died at"];
 
@@ -337,7 +337,7 @@ fn fold_interleaved_retries(runs: Vec<Repeated>) -> Vec<Repeated> {
 /// A verdict line of the harness: `verdict: …` or `OVERSOLD: …`.
 fn is_verdict(text: &str) -> bool {
     text.starts_with("verdict:")
-        || super::Finding::ALL
+        || crate::check::Finding::ALL
             .iter()
             .any(|f| text.starts_with(&format!("{}:", f.label())))
 }
@@ -362,22 +362,22 @@ fn escape(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::observe::Ledger;
+    use crate::history::History;
     use lockcore::{Acquired, Release};
 
     fn command(timeline: &Timeline, client: &str, text: &str) {
         timeline.record_at(SystemTime::now(), client, Some("lock"), text);
     }
 
-    /// The GET/DEL race, narrated by a real ledger.
+    /// The GET/DEL race, narrated by a real history.
     fn race() -> String {
         let timeline = Timeline::new();
-        let ledger = Ledger::new(timeline.clone());
+        let history = History::new(timeline.clone());
         let held = Acquired::with_value;
         timeline.record("harness", "stage4 (process backend): TTL 300ms, stock 2");
         command(&timeline, "client-A", "SET lock:stock a NX PX 300 -> OK");
-        ledger.acquired("client-A", &held("a"));
-        ledger.release_sent("client-A");
+        history.acquired("client-A", &held("a"));
+        history.release_sent("client-A");
         command(&timeline, "client-A", "GET lock:stock -> a");
         timeline.record("client-A", "paused at between-get-and-del");
         for _ in 0..43 {
@@ -390,9 +390,9 @@ mod tests {
             "expired lock:stock (TTL ran out)",
         );
         command(&timeline, "client-B", "SET lock:stock b NX PX 300 -> OK");
-        ledger.acquired("client-B", &held("b"));
+        history.acquired("client-B", &held("b"));
         command(&timeline, "client-A", "DEL lock:stock -> 1");
-        ledger.released("client-A", Release::Deleted);
+        history.released("client-A", Release::Deleted);
         timeline.record("harness", "verdict: FOREIGN-DELETE");
         sequence_diagram(&timeline)
     }

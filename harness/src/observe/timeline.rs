@@ -246,6 +246,11 @@ impl Timeline {
             .map_or(0, |i| events[i + 1..].iter().filter(|e| counted(e)).count())
     }
 
+    /// When it started, on the wall clock.
+    pub fn start(&self) -> SystemTime {
+        self.start
+    }
+
     /// Time since the start.
     pub fn offset(&self, at: SystemTime) -> Duration {
         at.duration_since(self.start).unwrap_or_default()
@@ -414,6 +419,15 @@ fn render_value(value: &Value) -> String {
         format!("{}…", text.chars().take(8).collect::<String>())
     } else {
         text
+    }
+}
+
+/// The first eight characters of a value, for the timeline.
+pub fn short(value: &str) -> String {
+    if value.chars().count() > 8 {
+        format!("{}…", value.chars().take(8).collect::<String>())
+    } else {
+        value.to_owned()
     }
 }
 

@@ -22,7 +22,7 @@
 
 use lockcore::{Acquired, Description, StageEntry};
 
-use super::{Outcome, Run, ScenarioEnv};
+use super::{Recorded, Run, ScenarioEnv};
 use crate::Client;
 use crate::error::Result;
 
@@ -51,7 +51,7 @@ async fn buy_without_finally(
 }
 // ANCHOR_END: without_finally
 
-pub(super) async fn run(stage: StageEntry, env: ScenarioEnv) -> Result<Outcome> {
+pub(super) async fn run(stage: StageEntry, env: ScenarioEnv) -> Result<Recorded> {
     let mut run = Run::start(stage, env, 1).await?;
     let timing = run.env.timing;
     let a = run.client("client-A").await?;
@@ -60,7 +60,7 @@ pub(super) async fn run(stage: StageEntry, env: ScenarioEnv) -> Result<Outcome> 
     // 1. A's business fails and its release is skipped.
     let held_a = a.acquire_free(timing.patience()).await?;
     if let Err(failure) = buy_without_finally(&a, &held_a).await? {
-        run.factory.ledger.left(
+        run.factory.history.left(
             "client-A",
             &format!("business FAILED ({failure}): it returns early and its release is skipped"),
         );
@@ -78,5 +78,5 @@ pub(super) async fn run(stage: StageEntry, env: ScenarioEnv) -> Result<Outcome> 
         }
     }
     drop(a); // client-A's process ends; a watchdog stops with it
-    run.finish().await
+    run.record().await
 }

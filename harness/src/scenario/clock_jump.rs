@@ -14,7 +14,7 @@
 
 use lockcore::{Description, StageEntry};
 
-use super::{Outcome, Run, ScenarioEnv};
+use super::{Recorded, Run, ScenarioEnv};
 use crate::error::Result;
 
 /// The node whose clock jumps: one of the holder's.
@@ -24,7 +24,7 @@ pub(super) fn not_applicable(stage: &Description) -> Option<&'static str> {
     (stage.stage == 0).then_some("no lock key for a clock to expire")
 }
 
-pub(super) async fn run(stage: StageEntry, env: ScenarioEnv) -> Result<Outcome> {
+pub(super) async fn run(stage: StageEntry, env: ScenarioEnv) -> Result<Recorded> {
     let mut run = Run::start(stage, env, 1).await?;
     let timing = run.env.timing;
     let proxies = run.put_proxies().await?;
@@ -41,5 +41,5 @@ pub(super) async fn run(stage: StageEntry, env: ScenarioEnv) -> Result<Outcome> 
     // A finishes its purchase, sure that it still holds the lock.
     holder.sell(read, &held).await?;
     run.release_after_fault(&holder, &held).await?;
-    run.finish().await
+    run.record().await
 }

@@ -34,7 +34,7 @@ use lockcore::{Description, StageEntry};
 
 use super::failover::{Stale, a_stale_b_on_new_master, note_lock_on_new_master};
 use super::sentinel_failover::wait_for_replicas;
-use super::{Outcome, Run, ScenarioEnv};
+use super::{Recorded, Run, ScenarioEnv};
 use crate::error::Result;
 use crate::topology::cluster::ClusterTopology;
 
@@ -79,7 +79,7 @@ pub(super) fn not_on_a_cluster(stage: &Description) -> Option<&'static str> {
     }
 }
 
-pub(super) async fn run(stage: StageEntry, env: ScenarioEnv, confirm: Confirm) -> Result<Outcome> {
+pub(super) async fn run(stage: StageEntry, env: ScenarioEnv, confirm: Confirm) -> Result<Recorded> {
     let (mut run, mut cluster) = Run::start_with_cluster(stage, env, STOCK).await?;
     run.facts.insert("slot", i64::from(cluster.slot));
     let timing = run.env.timing;
@@ -135,7 +135,7 @@ pub(super) async fn run(stage: StageEntry, env: ScenarioEnv, confirm: Confirm) -
     };
     a_stale_b_on_new_master(&mut run, stale, &b, "replica1, which the cluster promoted").await?;
     cluster.stop_watching(&run);
-    run.finish().await
+    run.record().await
 }
 
 /// Kills master1 for good, once its `MONITOR` has shown all it saw.
@@ -148,7 +148,7 @@ async fn kill_master(run: &mut Run, cluster: &ClusterTopology) -> Result<()> {
 
 /// The end of the story when client-A gave its lock back: the master dies
 /// anyway, the cluster fails over, client-B takes the lock and buys.
-async fn finish_without_a(mut run: Run, mut cluster: ClusterTopology) -> Result<Outcome> {
+async fn finish_without_a(mut run: Run, mut cluster: ClusterTopology) -> Result<Recorded> {
     let timing = run.env.timing;
     kill_master(&mut run, &cluster).await?;
     run.narrate("master1 KILLED with kill -9");
@@ -163,5 +163,5 @@ async fn finish_without_a(mut run: Run, mut cluster: ClusterTopology) -> Result<
         let _ = b.release(&held_b).await?;
     }
     cluster.stop_watching(&run);
-    run.finish().await
+    run.record().await
 }

@@ -33,7 +33,7 @@ use std::time::{Duration, Instant};
 
 use lockcore::{Description, StageEntry};
 
-use super::{Outcome, Run, ScenarioEnv};
+use super::{Recorded, Run, ScenarioEnv};
 use crate::error::{HarnessError, Result};
 use crate::topology::sentinel::wait_for_replication_info;
 
@@ -61,7 +61,7 @@ pub(super) fn not_applicable(stage: &Description) -> Option<&'static str> {
     .or_else(|| super::cluster_failover::not_on_a_cluster(stage))
 }
 
-pub(super) async fn run(stage: StageEntry, env: ScenarioEnv) -> Result<Outcome> {
+pub(super) async fn run(stage: StageEntry, env: ScenarioEnv) -> Result<Recorded> {
     let (mut run, mut cluster) = Run::start_with_cluster(stage, env, STOCK).await?;
     run.facts.insert("slot", i64::from(cluster.slot));
     let timing = run.env.timing;
@@ -155,7 +155,7 @@ pub(super) async fn run(stage: StageEntry, env: ScenarioEnv) -> Result<Outcome> 
         run.narrate(format!("client-A's release fails: {e}"));
     }
     cluster.stop_watching(&run);
-    run.finish().await
+    run.record().await
 }
 
 /// Waits until `nodes[index]` says `cluster_state:<state>`.

@@ -11,7 +11,7 @@ use std::time::Duration;
 use futures_util::future::try_join_all;
 use lockcore::StageEntry;
 
-use super::{Outcome, Run, ScenarioEnv};
+use super::{Recorded, Run, ScenarioEnv};
 use crate::error::Result;
 
 /// Clients racing for the lock.
@@ -37,7 +37,7 @@ pub fn client_name(i: usize) -> String {
     )
 }
 
-pub(super) async fn run(stage: StageEntry, mut env: ScenarioEnv) -> Result<Outcome> {
+pub(super) async fn run(stage: StageEntry, mut env: ScenarioEnv) -> Result<Recorded> {
     env.timing.ttl = env.timing.ttl.max(CONTENTION_TTL);
     let mut run = Run::start(stage, env, STOCK).await?;
     run.factory.config.retry_interval = ARTICLES_RETRY;
@@ -55,5 +55,5 @@ pub(super) async fn run(stage: StageEntry, mut env: ScenarioEnv) -> Result<Outco
     .await?;
     run.facts
         .insert("sales_reported", sold.iter().map(|&n| i64::from(n)).sum());
-    run.finish().await
+    run.record().await
 }

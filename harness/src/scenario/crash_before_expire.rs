@@ -4,14 +4,14 @@
 
 use lockcore::{Description, LockError, Point, StageEntry};
 
-use super::{Outcome, Run, ScenarioEnv};
+use super::{Recorded, Run, ScenarioEnv};
 use crate::error::{HarnessError, Result};
 
 pub(super) fn not_applicable(stage: &Description) -> Option<&'static str> {
     (stage.stage == 0).then_some("no lock command to crash after")
 }
 
-pub(super) async fn run(stage: StageEntry, env: ScenarioEnv) -> Result<Outcome> {
+pub(super) async fn run(stage: StageEntry, env: ScenarioEnv) -> Result<Recorded> {
     let mut run = Run::start(stage, env, 1).await?;
     let doomed = run.client("client-A").await?;
     // Whichever the stage reaches first: stages 1–2 stop at AfterSetnx.
@@ -36,5 +36,5 @@ pub(super) async fn run(stage: StageEntry, env: ScenarioEnv) -> Result<Outcome> 
 
     let survivor = run.client("client-B").await?;
     run.survivor_buys(&survivor).await?;
-    run.finish().await
+    run.record().await
 }

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use lockcore::{Description, StageEntry};
 
-use super::{Outcome, Run, ScenarioEnv};
+use super::{Recorded, Run, ScenarioEnv};
 use crate::error::{HarnessError, Result};
 use crate::holder::HolderProcess;
 
@@ -38,7 +38,7 @@ pub(super) fn not_applicable(stage: &Description) -> Option<&'static str> {
 /// change.
 const HOLD_TTL: Duration = Duration::from_secs(3);
 
-pub(super) async fn run(stage: StageEntry, env: ScenarioEnv) -> Result<Outcome> {
+pub(super) async fn run(stage: StageEntry, env: ScenarioEnv) -> Result<Recorded> {
     let mut run = Run::start(stage, env, 1).await?;
     run.factory.config.ttl = run.factory.config.ttl.max(HOLD_TTL);
     let patience = run.env.timing.patience();
@@ -50,7 +50,7 @@ pub(super) async fn run(stage: StageEntry, env: ScenarioEnv) -> Result<Outcome> 
     asked(&run, "client-B", patience).await?;
 
     let late = run.client("client-C").await?;
-    run.factory.ledger.asking(late.name(), patience);
+    run.factory.history.asking(late.name(), patience);
     let granted_at = async {
         let held = late.acquire(patience).await?;
         Ok::<_, HarnessError>(held.map(|held| (held, Instant::now())))
@@ -59,7 +59,7 @@ pub(super) async fn run(stage: StageEntry, env: ScenarioEnv) -> Result<Outcome> 
         // C is behind B once the server has seen C ask.
         asked(&run, "client-C", patience).await?;
         waiter.kill()?;
-        let released = holder.release().await??;
+        let released = holder.release().await?.answered()?;
         Ok::<_, HarnessError>((released, Instant::now()))
     };
     let (granted, released) = tokio::join!(granted_at, story);
@@ -87,7 +87,7 @@ pub(super) async fn run(stage: StageEntry, env: ScenarioEnv) -> Result<Outcome> 
         late.buy_one(&held, run.env.timing.business).await?;
         late.release(&held).await?.answered()?;
     }
-    run.finish().await
+    run.record().await
 }
 
 /// Waits until a lock node's `MONITOR` has shown `client` sending a

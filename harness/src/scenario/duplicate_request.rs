@@ -39,7 +39,7 @@ use std::time::Duration;
 use lockcore::{Description, Point, StageEntry};
 
 use super::stop::stop_at;
-use super::{Outcome, Run, ScenarioEnv};
+use super::{Recorded, Run, ScenarioEnv};
 use crate::error::Result;
 use crate::workload::Sale;
 
@@ -56,7 +56,7 @@ pub(super) fn not_applicable(_stage: &Description) -> Option<&'static str> {
     None
 }
 
-pub(super) async fn run(stage: StageEntry, mut env: ScenarioEnv) -> Result<Outcome> {
+pub(super) async fn run(stage: StageEntry, mut env: ScenarioEnv) -> Result<Recorded> {
     env.timing.ttl = env.timing.ttl.max(STORY_TTL);
     let mut run = Run::start(stage, env, STOCK).await?;
     let timing = run.env.timing;
@@ -127,5 +127,5 @@ pub(super) async fn run(stage: StageEntry, mut env: ScenarioEnv) -> Result<Outco
         "retry_charged",
         i64::from(matches!(b_sale, Some(Sale::Sold(_)))),
     );
-    run.finish().await
+    run.record().await
 }

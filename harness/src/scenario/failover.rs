@@ -21,7 +21,7 @@
 
 use lockcore::{Acquired, Description, StageEntry};
 
-use super::{Outcome, Run, ScenarioEnv};
+use super::{Recorded, Run, ScenarioEnv};
 use crate::client::Client;
 use crate::error::Result;
 
@@ -42,7 +42,7 @@ pub(super) fn not_applicable(stage: &Description) -> Option<&'static str> {
     }
 }
 
-pub(super) async fn run(stage: StageEntry, env: ScenarioEnv) -> Result<Outcome> {
+pub(super) async fn run(stage: StageEntry, env: ScenarioEnv) -> Result<Recorded> {
     let (mut run, link) = Run::start_replicated(stage, env, STOCK).await?;
     let timing = run.env.timing;
     let a = run.client("client-A").await?;
@@ -81,7 +81,7 @@ pub(super) async fn run(stage: StageEntry, env: ScenarioEnv) -> Result<Outcome> 
         "the new one",
     )
     .await?;
-    let outcome = run.finish().await;
+    let outcome = run.record().await;
     drop(link);
     outcome
 }

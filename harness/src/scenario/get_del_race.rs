@@ -6,7 +6,7 @@
 //! 2. A releases and is stopped on the way: between its `GET` and its `DEL`
 //!    when the stage's release has that gap (stage 4 lists the fault point
 //!    `between-get-and-del`), otherwise just before its release is sent
-//!    (`before-release`, which every client reaches). Either way the ledger
+//!    (`before-release`, which every client reaches). Either way the history
 //!    closes A's critical section first: only A's release is late.
 //! 3. While A is stopped, client-B asks for the lock for the run's patience
 //!    (three TTLs). A lock that expires under the stopped release lets B in;
@@ -33,7 +33,7 @@
 use lockcore::{Description, Point, Release, StageEntry};
 
 use super::stop::stop_at;
-use super::{Outcome, Run, ScenarioEnv};
+use super::{Recorded, Run, ScenarioEnv};
 use crate::client::Released;
 use crate::error::Result;
 
@@ -54,7 +54,7 @@ fn stop_point(stage: &Description) -> Point {
     }
 }
 
-pub(super) async fn run(stage: StageEntry, env: ScenarioEnv) -> Result<Outcome> {
+pub(super) async fn run(stage: StageEntry, env: ScenarioEnv) -> Result<Recorded> {
     let mut run = Run::start(stage, env, STOCK).await?;
     let timing = run.env.timing;
     let a = run.client("client-A").await?;
@@ -102,5 +102,5 @@ pub(super) async fn run(stage: StageEntry, env: ScenarioEnv) -> Result<Outcome> 
         // A refusal (B's lock is gone) is already in the timeline.
         let _ = b.release(&held_b).await?;
     }
-    run.finish().await
+    run.record().await
 }

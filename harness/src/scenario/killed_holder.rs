@@ -4,10 +4,10 @@
 
 use lockcore::StageEntry;
 
-use super::{Outcome, Run, ScenarioEnv};
+use super::{Recorded, Run, ScenarioEnv};
 use crate::error::Result;
 
-pub(super) async fn run(stage: StageEntry, env: ScenarioEnv) -> Result<Outcome> {
+pub(super) async fn run(stage: StageEntry, env: ScenarioEnv) -> Result<Recorded> {
     let mut run = Run::start(stage, env, 1).await?;
     let mut holder = run.holder_holding_the_lock("client-A").await?;
     holder.read_stock().await?;
@@ -20,5 +20,5 @@ pub(super) async fn run(stage: StageEntry, env: ScenarioEnv) -> Result<Outcome> 
 
     let survivor = run.client("client-B").await?;
     run.survivor_buys(&survivor).await?;
-    run.finish().await
+    run.record().await
 }

@@ -21,7 +21,7 @@ use std::time::Duration;
 use lockcore::{Description, StageEntry};
 use tokio::time::Instant;
 
-use super::{Outcome, Run, ScenarioEnv};
+use super::{Recorded, Run, ScenarioEnv};
 use crate::error::{HarnessError, Result};
 
 /// The shortest TTL this story gives a holder; see the module docs.
@@ -32,7 +32,7 @@ pub(super) fn not_applicable(stage: &Description) -> Option<&'static str> {
         .then_some("Redis elects no leader: a master's death is the failover columns' story")
 }
 
-pub(super) async fn run(stage: StageEntry, mut env: ScenarioEnv) -> Result<Outcome> {
+pub(super) async fn run(stage: StageEntry, mut env: ScenarioEnv) -> Result<Recorded> {
     env.timing.ttl = env.timing.ttl.max(SHORTEST_TTL);
     let mut run = Run::start(stage, env, 1).await?;
     let patience = run.env.timing.patience();
@@ -87,5 +87,5 @@ pub(super) async fn run(stage: StageEntry, mut env: ScenarioEnv) -> Result<Outco
         b.buy_one(&next, run.env.timing.business).await?;
         b.release(&next).await?.answered()?;
     }
-    run.finish().await
+    run.record().await
 }

@@ -35,7 +35,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use lockcore::{Description, StageEntry};
 
-use super::{Outcome, Run, ScenarioEnv};
+use super::{Recorded, Run, ScenarioEnv};
 use crate::error::{HarnessError, Result};
 
 pub(super) fn not_applicable(stage: &Description) -> Option<&'static str> {
@@ -43,7 +43,7 @@ pub(super) fn not_applicable(stage: &Description) -> Option<&'static str> {
         .then_some("Redis: a master cut off with its client is the split-brain columns' story")
 }
 
-pub(super) async fn run(stage: StageEntry, mut env: ScenarioEnv) -> Result<Outcome> {
+pub(super) async fn run(stage: StageEntry, mut env: ScenarioEnv) -> Result<Recorded> {
     // etcd: as long as in leader-killed, so that the majority elects before
     // it expires anything. ZooKeeper keeps the shortest session: client-A
     // cannot reach the majority anyway, and its client expires the session
@@ -74,11 +74,11 @@ pub(super) async fn run(stage: StageEntry, mut env: ScenarioEnv) -> Result<Outco
     // client-A watches its lost signal, and stops when it fires.
     let gave_up = Arc::new(AtomicBool::new(false));
     let careful = held.lost.clone().map(|mut lost| {
-        let (ledger, gave_up) = (run.factory.ledger.clone(), gave_up.clone());
+        let (history, gave_up) = (run.factory.history.clone(), gave_up.clone());
         tokio::spawn(async move {
             lost.lost().await;
             gave_up.store(true, Ordering::SeqCst);
-            ledger.left(
+            history.left(
                 "client-A",
                 "its lock-lost signal fired: it stops without writing",
             );
@@ -128,5 +128,5 @@ pub(super) async fn run(stage: StageEntry, mut env: ScenarioEnv) -> Result<Outco
     if let Some(careful) = careful {
         careful.abort();
     }
-    run.finish().await
+    run.record().await
 }

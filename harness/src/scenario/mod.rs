@@ -2,8 +2,10 @@
 //!
 //! A scenario builds its topology on real Redis servers, drives clients of
 //! the stage under test through the story (synchronised on fault points and
-//! Redis events, never on luck), and returns an [`Outcome`]: the verdict of
-//! the observers, the facts it measured, and the timeline.
+//! Redis events, never on luck), and returns what it recorded
+//! ([`Recorded`]: the history, and the facts it measured). It never judges:
+//! [`Scenario::play`] hands the record to [`crate::check`], whose
+//! [`Outcome`] is the verdict beside the record.
 
 mod business_error;
 mod clock_jump;
@@ -31,7 +33,6 @@ mod split_brain;
 mod stale_write_first;
 mod stop;
 
-use std::collections::BTreeMap;
 use std::future::Future;
 use std::pin::Pin;
 use std::time::Duration;
@@ -45,14 +46,15 @@ pub use contention::client_name;
 pub use restart_without_persistence::run_with_restart_delay;
 pub use run::Run;
 
+pub use crate::check::Outcome;
 use crate::error::Result;
+pub use crate::history::Recorded;
 use crate::holder::Launcher;
-use crate::observe::{Finding, Timeline, Verdict};
 use crate::server::Backend;
 use crate::workload::{Fencing, RequestIds};
 
 /// The future a scenario returns.
-pub type ScenarioFuture = Pin<Box<dyn Future<Output = Result<Outcome>> + Send>>;
+pub type ScenarioFuture = Pin<Box<dyn Future<Output = Result<Recorded>> + Send>>;
 
 /// One fault story.
 #[derive(Clone, Copy)]
@@ -63,8 +65,16 @@ pub struct Scenario {
     pub title: &'static str,
     /// `Some(reason)` when the story makes no sense for a stage.
     pub not_applicable: fn(&Description) -> Option<&'static str>,
-    /// Runs the story against a stage.
-    pub run: fn(StageEntry, ScenarioEnv) -> ScenarioFuture,
+    /// Tells the story against a stage, and returns what was recorded.
+    pub record: fn(StageEntry, ScenarioEnv) -> ScenarioFuture,
+}
+
+impl Scenario {
+    /// Tells the story against `stage` and hands the record to the judge
+    /// ([`Outcome::judged`]): the one way to a verdict.
+    pub async fn play(&self, stage: StageEntry, env: ScenarioEnv) -> Result<Outcome> {
+        (self.record)(stage, env).await.map(Outcome::judged)
+    }
 }
 
 impl std::fmt::Debug for Scenario {
@@ -83,25 +93,25 @@ pub const SCENARIOS: &[Scenario] = &[
         name: "contention",
         title: "8 clients buy 10 items at once",
         not_applicable: always,
-        run: |stage, env| Box::pin(contention::run(stage, env)),
+        record: |stage, env| Box::pin(contention::run(stage, env)),
     },
     Scenario {
         name: "killed-holder",
         title: "the holder process is killed with kill -9 inside the critical section",
         not_applicable: always,
-        run: |stage, env| Box::pin(killed_holder::run(stage, env)),
+        record: |stage, env| Box::pin(killed_holder::run(stage, env)),
     },
     Scenario {
         name: "crash-before-expire",
         title: "the holder crashes right after its first lock command",
         not_applicable: crash_before_expire::not_applicable,
-        run: |stage, env| Box::pin(crash_before_expire::run(stage, env)),
+        record: |stage, env| Box::pin(crash_before_expire::run(stage, env)),
     },
     Scenario {
         name: "slow-business",
         title: "the holder keeps working while a rival waits up to three TTLs for the lock",
         not_applicable: slow_business::not_applicable,
-        run: |stage, env| Box::pin(slow_business::run(stage, env)),
+        record: |stage, env| Box::pin(slow_business::run(stage, env)),
     },
     Scenario {
         name: "get-del-race",
@@ -110,13 +120,13 @@ pub const SCENARIOS: &[Scenario] = &[
             ensemble::redis_only(stage, "ZooKeeper: the release deletes our own node by its path; no GET to race, no expiry while the session lives")
                 .or_else(|| get_del_race::not_applicable(stage))
         },
-        run: |stage, env| Box::pin(get_del_race::run(stage, env)),
+        record: |stage, env| Box::pin(get_del_race::run(stage, env)),
     },
     Scenario {
         name: "gc-pause",
         title: "the holder process is frozen (SIGSTOP) while a rival waits up to three TTLs, then thawed",
         not_applicable: gc_pause::not_applicable,
-        run: |stage, env| Box::pin(gc_pause::run(stage, env)),
+        record: |stage, env| Box::pin(gc_pause::run(stage, env)),
     },
     Scenario {
         name: "failover",
@@ -128,7 +138,7 @@ pub const SCENARIOS: &[Scenario] = &[
             )
             .or_else(|| failover::not_applicable(stage))
         },
-        run: |stage, env| Box::pin(failover::run(stage, env)),
+        record: |stage, env| Box::pin(failover::run(stage, env)),
     },
     Scenario {
         name: "restart-without-persistence",
@@ -137,7 +147,7 @@ pub const SCENARIOS: &[Scenario] = &[
             ensemble::redis_only(stage, "ZooKeeper: a write is in a majority's fsynced log before it is acknowledged; no member restarts empty")
                 .or_else(|| restart_without_persistence::not_applicable(stage))
         },
-        run: |stage, env| Box::pin(restart_without_persistence::run(stage, env)),
+        record: |stage, env| Box::pin(restart_without_persistence::run(stage, env)),
     },
     Scenario {
         name: "clock-jump",
@@ -149,13 +159,13 @@ pub const SCENARIOS: &[Scenario] = &[
             )
             .or_else(|| clock_jump::not_applicable(stage))
         },
-        run: |stage, env| Box::pin(clock_jump::run(stage, env)),
+        record: |stage, env| Box::pin(clock_jump::run(stage, env)),
     },
     Scenario {
         name: "reentrant",
         title: "the holder asks for the lock it already holds",
         not_applicable: reentrant::not_applicable,
-        run: |stage, env| Box::pin(reentrant::run(stage, env)),
+        record: |stage, env| Box::pin(reentrant::run(stage, env)),
     },
     Scenario {
         name: "network-delay",
@@ -164,13 +174,13 @@ pub const SCENARIOS: &[Scenario] = &[
             ensemble::redis_only(stage, "ZooKeeper: the delaying proxy stands in front of Redis nodes; none is built for the ensemble yet")
                 .or_else(|| network_delay::not_applicable(stage))
         },
-        run: |stage, env| Box::pin(network_delay::run(stage, env)),
+        record: |stage, env| Box::pin(network_delay::run(stage, env)),
     },
     Scenario {
         name: "stale-write-first",
         title: "the holder's business outlives the lock; the new holder reads, then the stale holder writes first",
         not_applicable: always,
-        run: |stage, env| Box::pin(stale_write_first::run(stage, env)),
+        record: |stage, env| Box::pin(stale_write_first::run(stage, env)),
     },
     Scenario {
         name: "business-error",
@@ -179,7 +189,7 @@ pub const SCENARIOS: &[Scenario] = &[
             ensemble::redis_only(stage, "ZooKeeper: no observer of the ensemble's nodes yet, so the deadlock of a skipped release (the node lives with the session) cannot be judged")
                 .or_else(|| business_error::not_applicable(stage))
         },
-        run: |stage, env| Box::pin(business_error::run(stage, env)),
+        record: |stage, env| Box::pin(business_error::run(stage, env)),
     },
     Scenario {
         name: "sentinel-failover",
@@ -191,7 +201,7 @@ pub const SCENARIOS: &[Scenario] = &[
             )
             .or_else(|| sentinel_failover::not_applicable(stage))
         },
-        run: |stage, env| {
+        record: |stage, env| {
             Box::pin(sentinel_failover::run(
                 stage,
                 env,
@@ -209,7 +219,7 @@ pub const SCENARIOS: &[Scenario] = &[
             )
             .or_else(|| split_brain::not_applicable(stage))
         },
-        run: |stage, env| Box::pin(split_brain::run(stage, env, split_brain::Mitigation::None)),
+        record: |stage, env| Box::pin(split_brain::run(stage, env, split_brain::Mitigation::None)),
     },
     Scenario {
         name: "split-brain-min-replicas",
@@ -221,7 +231,7 @@ pub const SCENARIOS: &[Scenario] = &[
             )
             .or_else(|| split_brain::not_applicable(stage))
         },
-        run: |stage, env| {
+        record: |stage, env| {
             Box::pin(split_brain::run(
                 stage,
                 env,
@@ -239,7 +249,7 @@ pub const SCENARIOS: &[Scenario] = &[
             )
             .or_else(|| sentinel_failover::not_applicable(stage))
         },
-        run: |stage, env| {
+        record: |stage, env| {
             Box::pin(sentinel_failover::run(
                 stage,
                 env,
@@ -257,7 +267,7 @@ pub const SCENARIOS: &[Scenario] = &[
             )
             .or_else(|| sentinel_failover::not_applicable(stage))
         },
-        run: |stage, env| {
+        record: |stage, env| {
             Box::pin(sentinel_failover::run(
                 stage,
                 env,
@@ -269,25 +279,25 @@ pub const SCENARIOS: &[Scenario] = &[
         name: "dead-waiter",
         title: "a waiter is killed with kill -9 while it waits; the holder releases; how long does the next waiter wait?",
         not_applicable: dead_waiter::not_applicable,
-        run: |stage, env| Box::pin(dead_waiter::run(stage, env)),
+        record: |stage, env| Box::pin(dead_waiter::run(stage, env)),
     },
     Scenario {
         name: "leader-killed",
         title: "the consensus store's leader is killed with kill -9 while client-A holds the lock",
         not_applicable: leader_killed::not_applicable,
-        run: |stage, env| Box::pin(leader_killed::run(stage, env)),
+        record: |stage, env| Box::pin(leader_killed::run(stage, env)),
     },
     Scenario {
         name: "minority-partition",
         title: "a partition leaves client-A with the leader alone, a minority; client-B asks the majority",
         not_applicable: minority_partition::not_applicable,
-        run: |stage, env| Box::pin(minority_partition::run(stage, env)),
+        record: |stage, env| Box::pin(minority_partition::run(stage, env)),
     },
     Scenario {
         name: "cluster-failover",
         title: "the master of the lock's slot dies before its replica has the lock; the cluster promotes the replica",
         not_applicable: cluster_failover::not_applicable,
-        run: |stage, env| {
+        record: |stage, env| {
             Box::pin(cluster_failover::run(
                 stage,
                 env,
@@ -299,7 +309,7 @@ pub const SCENARIOS: &[Scenario] = &[
         name: "cluster-failover-wait",
         title: "the cluster failover, with client-A confirming its lock by WAIT 1 on the slot's master",
         not_applicable: cluster_failover::not_applicable,
-        run: |stage, env| {
+        record: |stage, env| {
             Box::pin(cluster_failover::run(
                 stage,
                 env,
@@ -311,13 +321,13 @@ pub const SCENARIOS: &[Scenario] = &[
         name: "cluster-partition",
         title: "the master of the lock's slot is cut off from the other nodes, not from client-A; cluster-node-timeout decides",
         not_applicable: cluster_partition::not_applicable,
-        run: |stage, env| Box::pin(cluster_partition::run(stage, env)),
+        record: |stage, env| Box::pin(cluster_partition::run(stage, env)),
     },
     Scenario {
         name: "duplicate-request",
         title: "client-A is slow to charge request-1; the gateway times out and retries request-1 at client-B",
         not_applicable: duplicate_request::not_applicable,
-        run: |stage, env| Box::pin(duplicate_request::run(stage, env)),
+        record: |stage, env| Box::pin(duplicate_request::run(stage, env)),
     },
 ];
 
@@ -367,59 +377,6 @@ pub struct ScenarioEnv {
     /// Whether the resource de-duplicates purchases by request id
     /// (`--request-ids`); the matrix runs without.
     pub request_ids: RequestIds,
-}
-
-/// What a run saw.
-#[derive(Debug, Clone)]
-pub struct Outcome {
-    /// The observers that fired.
-    pub verdict: Verdict,
-    /// Numbers the scenario measured: `orders`, `initial_stock`,
-    /// `pttl_after_death`…
-    pub facts: BTreeMap<&'static str, i64>,
-    /// Everything that happened.
-    pub timeline: Timeline,
-}
-
-impl Outcome {
-    /// Panics, naming the verdict, unless every one of `findings` fired.
-    pub fn assert_fired(&self, findings: &[Finding]) {
-        let missing: Vec<&str> = findings
-            .iter()
-            .filter(|f| !self.verdict.has(**f))
-            .map(|f| f.label())
-            .collect();
-        assert!(
-            missing.is_empty(),
-            "expected {} to fire; the verdict is {}",
-            missing.join(" "),
-            self.verdict
-        );
-    }
-
-    /// Panics, naming the verdict, if any of `findings` fired.
-    pub fn assert_not_fired(&self, findings: &[Finding]) {
-        let fired: Vec<&str> = findings
-            .iter()
-            .filter(|f| self.verdict.has(**f))
-            .map(|f| f.label())
-            .collect();
-        assert!(
-            fired.is_empty(),
-            "expected {} not to fire; the verdict is {}",
-            fired.join(" "),
-            self.verdict
-        );
-    }
-
-    /// A measured number; panics with the facts listed when it is missing,
-    /// which is a bug in the scenario, not in the lock.
-    pub fn fact(&self, name: &str) -> i64 {
-        *self
-            .facts
-            .get(name)
-            .unwrap_or_else(|| panic!("the scenario measured no `{name}`; it has {:?}", self.facts))
-    }
 }
 
 impl ScenarioEnv {
@@ -483,7 +440,7 @@ pub async fn run_in_test_with(
     let mut env =
         ScenarioEnv::from_env(Launcher::this_test_binary()).unwrap_or_else(|e| panic!("{e}"));
     adjust(&mut env);
-    match (scenario.run)(stage, env).await {
+    match scenario.play(stage, env).await {
         Ok(outcome) => {
             println!("{}", outcome.timeline.render());
             outcome

@@ -21,14 +21,15 @@ use std::time::Duration;
 use lockcore::{Description, LockError, StageEntry};
 use tokio::time::Instant;
 
-use super::{Outcome, Run, ScenarioEnv};
+use super::{Recorded, Run, ScenarioEnv};
 use crate::error::{HarnessError, Result};
+use crate::fault::Kind;
 
 pub(super) fn not_applicable(stage: &Description) -> Option<&'static str> {
     (stage.stage == 0).then_some("no lock command whose reply could be late")
 }
 
-pub(super) async fn run(stage: StageEntry, env: ScenarioEnv) -> Result<Outcome> {
+pub(super) async fn run(stage: StageEntry, env: ScenarioEnv) -> Result<Recorded> {
     if stage.description.nodes > 1 {
         on_redlock(stage, env).await
     } else {
@@ -40,14 +41,15 @@ fn millis(duration: Duration) -> i64 {
     i64::try_from(duration.as_millis()).unwrap_or(i64::MAX)
 }
 
-async fn on_redlock(stage: StageEntry, env: ScenarioEnv) -> Result<Outcome> {
+async fn on_redlock(stage: StageEntry, env: ScenarioEnv) -> Result<Recorded> {
     let mut run = Run::start(stage, env, 1).await?;
     let timing = run.env.timing;
     let proxies = run.put_proxies().await?;
     let asker = run.client("client-A").await?;
     proxies.delay_replies("client-A", timing.ttl * 3);
-    run.factory.ledger.fault_began(
+    run.factory.history.fault_began(
         "client-A",
+        Kind::Delay,
         &format!(
             "every reply to it is delayed {}ms",
             (timing.ttl * 3).as_millis()
@@ -77,7 +79,7 @@ async fn on_redlock(stage: StageEntry, env: ScenarioEnv) -> Result<Outcome> {
     run.facts
         .insert("lock_keys_left", i64::try_from(left).unwrap_or(-1));
     proxies.heal("client-A");
-    run.factory.ledger.fault_ended("client-A");
+    run.factory.history.fault_ended("client-A", Kind::Delay);
 
     let other = run.client("client-B").await?;
     let started = Instant::now();
@@ -89,9 +91,10 @@ async fn on_redlock(stage: StageEntry, env: ScenarioEnv) -> Result<Outcome> {
     }
 
     let expired = format!("expired {} ", run.factory.config.key);
-    let mut outcome = run.finish().await?;
+    let mut outcome = run.record().await?;
     let expiries = outcome
-        .timeline
+        .history
+        .timeline()
         .events()
         .iter()
         .filter(|e| e.text.starts_with(&expired))
@@ -102,7 +105,7 @@ async fn on_redlock(stage: StageEntry, env: ScenarioEnv) -> Result<Outcome> {
     Ok(outcome)
 }
 
-async fn on_one_node(stage: StageEntry, env: ScenarioEnv) -> Result<Outcome> {
+async fn on_one_node(stage: StageEntry, env: ScenarioEnv) -> Result<Recorded> {
     let mut run = Run::start(stage, env, 1).await?;
     let timing = run.env.timing;
     let proxies = run.put_proxies().await?;
@@ -113,8 +116,9 @@ async fn on_one_node(stage: StageEntry, env: ScenarioEnv) -> Result<Outcome> {
         asker.release(&held).await?.answered()?;
     }
     proxies.delay_replies("client-A", timing.ttl * 3);
-    run.factory.ledger.fault_began(
+    run.factory.history.fault_began(
         "client-A",
+        Kind::Delay,
         &format!(
             "every reply to it is delayed {}ms",
             (timing.ttl * 3).as_millis()
@@ -155,6 +159,6 @@ async fn on_one_node(stage: StageEntry, env: ScenarioEnv) -> Result<Outcome> {
         Err(other) => return Err(other),
     }
     proxies.heal("client-A");
-    run.factory.ledger.fault_ended("client-A");
-    run.finish().await
+    run.factory.history.fault_ended("client-A", Kind::Delay);
+    run.record().await
 }

@@ -16,7 +16,7 @@
 use lockcore::{Description, Release, StageEntry};
 use tokio::time::Instant;
 
-use super::{Outcome, Run, ScenarioEnv};
+use super::{Recorded, Run, ScenarioEnv};
 use crate::client::Released;
 use crate::error::Result;
 
@@ -24,7 +24,7 @@ pub(super) fn not_applicable(stage: &Description) -> Option<&'static str> {
     (stage.stage == 0).then_some("no lock")
 }
 
-pub(super) async fn run(stage: StageEntry, env: ScenarioEnv) -> Result<Outcome> {
+pub(super) async fn run(stage: StageEntry, env: ScenarioEnv) -> Result<Recorded> {
     let mut run = Run::start(stage, env, 1).await?;
     let timing = run.env.timing;
     let client = run.client("client-A").await?;
@@ -47,7 +47,7 @@ pub(super) async fn run(stage: StageEntry, env: ScenarioEnv) -> Result<Outcome> 
         i64::from(matches!(inner, Some(Release::StillHeld(_)))),
     );
     release_tolerating_loss(&client, &first).await?;
-    run.finish().await
+    run.record().await
 }
 
 /// Releases `held`; a hold that had already expired is an answer here

@@ -20,7 +20,7 @@ use std::time::Duration;
 use lockcore::{Description, StageEntry};
 use tokio::time::{Instant, sleep_until};
 
-use super::{Outcome, Run, ScenarioEnv};
+use super::{Recorded, Run, ScenarioEnv};
 use crate::error::{HarnessError, Result};
 
 /// The node that restarts: one of the holder's.
@@ -30,7 +30,7 @@ pub(super) fn not_applicable(stage: &Description) -> Option<&'static str> {
     (stage.stage == 0).then_some("no lock for a node to forget")
 }
 
-pub(super) async fn run(stage: StageEntry, env: ScenarioEnv) -> Result<Outcome> {
+pub(super) async fn run(stage: StageEntry, env: ScenarioEnv) -> Result<Recorded> {
     run_with_restart_delay(stage, env, Duration::ZERO).await
 }
 
@@ -41,7 +41,7 @@ pub async fn run_with_restart_delay(
     stage: StageEntry,
     env: ScenarioEnv,
     down_for: Duration,
-) -> Result<Outcome> {
+) -> Result<Recorded> {
     if !down_for.is_zero() && stage.description.nodes < 2 {
         return Err(HarnessError::Unsupported(format!(
             "a delayed restart needs several nodes; {} has one, and while it is down there is no lock",
@@ -85,5 +85,5 @@ pub async fn run_with_restart_delay(
             None => run.narrate("client-C could not take the lock after the restart"),
         }
     }
-    run.finish().await
+    run.record().await
 }

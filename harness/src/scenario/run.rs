@@ -1,15 +1,16 @@
-//! The scaffolding every scenario shares: nodes, watchers, ledger, and the
-//! final reckoning.
+//! The scaffolding every scenario shares: nodes, watchers, the history, and
+//! the final reckoning.
 
 use std::collections::BTreeMap;
 
 use lockcore::{Acquired, ClientSetup, LockConfig, StageEntry};
 
-use super::{Outcome, ScenarioEnv};
+use super::{Outcome, Recorded, ScenarioEnv};
 use crate::client::{Client, ClientFactory};
 use crate::error::{HarnessError, Result};
+use crate::history::{History, What};
 use crate::holder::HolderProcess;
-use crate::observe::{Evidence, Ledger, NodeWatcher, Timeline, judge};
+use crate::observe::{NodeWatcher, Timeline};
 use crate::server::ensemble::Ensemble;
 use crate::server::{Node, external};
 use crate::workload::Database;
@@ -29,7 +30,6 @@ pub struct Run {
     pub factory: ClientFactory,
     /// Numbers the scenario measured.
     pub facts: BTreeMap<&'static str, i64>,
-    initial_stock: i64,
     /// Until when the holder's lock is sure to be valid, once
     /// [`Run::hold_bare_majority`] has taken it.
     pub(crate) holder_valid_until: Option<tokio::time::Instant>,
@@ -38,7 +38,7 @@ pub struct Run {
     /// reader's server, `watchers[0]` watches it, lock and database at once.
     watchers: Vec<Option<NodeWatcher>>,
     /// On a reader's own server: deletes the run's keys when the run ends.
-    cleanup: Option<KeyCleanup>,
+    _cleanup: Option<KeyCleanup>,
     /// Stages 9 and 10's lock: a ZooKeeper ensemble or an etcd cluster
     /// instead of `nodes`.
     pub ensemble: Option<Box<dyn Ensemble>>,
@@ -196,10 +196,27 @@ impl Run {
                 .collect(),
             db_url: db.url(),
             config,
-            ledger: Ledger::new(timeline.clone()),
+            history: History::new(timeline.clone()),
             fencing: env.fencing,
             request_ids: env.request_ids,
         };
+        factory.history.push(
+            "harness",
+            What::Setup {
+                stage: stage.description.name.to_owned(),
+                ttl: env.timing.ttl,
+                stock,
+                lock_nodes: nodes.iter().map(|n| n.label().to_owned()).collect(),
+                fencing: env.fencing.label(),
+                // A reader's server's watcher records keys without the
+                // run's prefix.
+                lock_key: cleanup
+                    .as_ref()
+                    .and_then(|c| factory.config.key.strip_prefix(&c.prefix))
+                    .unwrap_or(&factory.config.key)
+                    .to_owned(),
+            },
+        );
         timeline.record(
             "harness",
             format!(
@@ -221,19 +238,23 @@ impl Run {
             nodes,
             db: Some(db),
             factory,
-            facts: BTreeMap::new(),
-            initial_stock: stock,
+            facts: BTreeMap::from([("initial_stock", stock)]),
             holder_valid_until: None,
             harness_db,
             watchers,
-            cleanup,
+            _cleanup: cleanup,
             ensemble: None,
         })
     }
 
-    /// The timeline of this run.
+    /// The timeline of this run: its history told in words.
     pub fn timeline(&self) -> &Timeline {
-        self.factory.ledger.timeline()
+        self.factory.history.timeline()
+    }
+
+    /// The one record of this run.
+    pub fn history(&self) -> &History {
+        &self.factory.history
     }
 
     /// Says something in the timeline as the harness.
@@ -260,7 +281,7 @@ impl Run {
     /// connection died with the old process; [`Run::unwatch`] it first).
     pub async fn watch_again(&mut self, index: usize) -> Result<()> {
         if let (Some(node), Some(slot)) = (self.nodes.get(index), self.watchers.get_mut(index)) {
-            let timeline = self.factory.ledger.timeline();
+            let timeline = self.factory.history.timeline();
             *slot = Some(NodeWatcher::start(&node.url(), node.label(), timeline).await?);
         }
         Ok(())
@@ -282,11 +303,11 @@ impl Run {
     }
 
     /// Lets `client` ask for the lock for the whole patience window, as the
-    /// ledger records: if nobody gets in while the key stays, the observers
-    /// call it a deadlock. Returns what it got.
+    /// history records: if nobody gets in while the key stays, the judge
+    /// calls it a deadlock. Returns what it got.
     pub async fn probe_for_deadlock(&mut self, client: &Client) -> Result<Option<Acquired>> {
         let patience = self.env.timing.patience();
-        self.factory.ledger.asking(client.name(), patience);
+        self.factory.history.asking(client.name(), patience);
         client.acquire(patience).await
     }
 
@@ -314,10 +335,10 @@ impl Run {
         }
     }
 
-    /// Reckons up: waits for every node's `MONITOR` to catch up, then lets
-    /// the observers judge what the ledger, the servers and the database
-    /// recorded.
-    pub async fn finish(mut self) -> Result<Outcome> {
+    /// Reckons up: waits for every node's `MONITOR` to catch up, then adds
+    /// the final read of the database to the history. The record goes to
+    /// the judge as it is; nothing here decides.
+    pub async fn record(mut self) -> Result<Recorded> {
         for watcher in self.watchers.iter_mut().flatten() {
             watcher.flush().await?;
         }
@@ -331,34 +352,27 @@ impl Run {
         } else {
             Vec::new()
         };
+        let stock_left = self.harness_db.read_stock(None).await?;
         self.facts.insert("orders", orders);
-        self.facts.insert("initial_stock", self.initial_stock);
-        self.facts
-            .insert("stock_left", self.harness_db.read_stock(None).await?);
-        let ledger = &self.factory.ledger;
-        let (verdict, said) = judge(&Evidence {
-            ledger,
-            keys: &ledger.timeline().key_record(),
-            // A reader's server's watcher records keys without the run's
-            // prefix.
-            lock_key: self
-                .cleanup
-                .as_ref()
-                .and_then(|c| self.factory.config.key.strip_prefix(&c.prefix))
-                .unwrap_or(&self.factory.config.key),
-            initial_stock: self.initial_stock,
-            placed: &placed,
-            refused: &refused,
-        })?;
-        for line in said {
-            self.narrate(line);
-        }
-        self.narrate(format!("verdict: {verdict}"));
-        Ok(Outcome {
-            verdict,
+        self.facts.insert("stock_left", stock_left);
+        self.factory.history.push(
+            "harness",
+            What::Final {
+                orders,
+                stock_left,
+                placed,
+                refused,
+            },
+        );
+        Ok(Recorded {
+            history: self.factory.history.clone(),
             facts: std::mem::take(&mut self.facts),
-            timeline: self.factory.ledger.timeline().clone(),
         })
+    }
+
+    /// [`Run::record`], judged: for a test that tells a story of its own.
+    pub async fn finish(self) -> Result<Outcome> {
+        self.record().await.map(Outcome::judged)
     }
 
     /// The database node's label, for timelines.

@@ -41,7 +41,7 @@ use std::time::Duration;
 use lockcore::StageEntry;
 
 use super::failover::{Stale, a_stale_b_on_new_master, note_lock_on_new_master};
-use super::{Outcome, Run, ScenarioEnv};
+use super::{Recorded, Run, ScenarioEnv};
 use crate::error::{HarnessError, Result};
 
 /// Items for sale: one, so a second order is an oversell.
@@ -75,7 +75,7 @@ pub(super) enum Confirm {
 
 pub(super) use super::failover::not_applicable;
 
-pub(super) async fn run(stage: StageEntry, env: ScenarioEnv, confirm: Confirm) -> Result<Outcome> {
+pub(super) async fn run(stage: StageEntry, env: ScenarioEnv, confirm: Confirm) -> Result<Recorded> {
     let (mut run, mut sentinels) = Run::start_with_sentinels(stage, env, STOCK, &[]).await?;
     let timing = run.env.timing;
     let a = run.client("client-A").await?;
@@ -154,7 +154,7 @@ pub(super) async fn run(stage: StageEntry, env: ScenarioEnv, confirm: Confirm) -
     };
     a_stale_b_on_new_master(&mut run, stale, &b, "the one the Sentinels promoted").await?;
     sentinels.stop_watching(&run);
-    run.finish().await
+    run.record().await
 }
 
 /// What client-A's lock library does after the lock write when it
@@ -193,7 +193,7 @@ pub(super) async fn wait_for_replicas(
 async fn finish_without_a(
     mut run: Run,
     mut sentinels: crate::topology::sentinel::SentinelTopology,
-) -> Result<Outcome> {
+) -> Result<Recorded> {
     let timing = run.env.timing;
     run.unwatch(MASTER).await?;
     run.nodes[MASTER].kill().await?;
@@ -211,5 +211,5 @@ async fn finish_without_a(
         let _ = b.release(&held_b).await?;
     }
     sentinels.stop_watching(&run);
-    run.finish().await
+    run.record().await
 }

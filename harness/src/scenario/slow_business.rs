@@ -32,7 +32,7 @@
 use lockcore::{Acquired, Description, Point, Release, StageEntry};
 
 use super::stop::{Stopped, stop_at};
-use super::{Outcome, Run, ScenarioEnv};
+use super::{Recorded, Run, ScenarioEnv};
 use crate::client::{Client, Released};
 use crate::error::Result;
 use crate::workload::Sale;
@@ -46,7 +46,7 @@ pub(super) fn not_applicable(_stage: &Description) -> Option<&'static str> {
     None
 }
 
-pub(super) async fn run(stage: StageEntry, env: ScenarioEnv) -> Result<Outcome> {
+pub(super) async fn run(stage: StageEntry, env: ScenarioEnv) -> Result<Recorded> {
     let mut run = Run::start(stage, env, STOCK).await?;
     let timing = run.env.timing;
     let a = run.client("client-A").await?;
@@ -68,7 +68,7 @@ pub(super) async fn run(stage: StageEntry, env: ScenarioEnv) -> Result<Outcome> 
         let held_b = b.acquire_free(timing.patience()).await?;
         b.buy_one(&held_b, timing.business).await?;
         b.release(&held_b).await?.answered()?;
-        return run.finish().await;
+        return run.record().await;
     };
     run.facts.insert("b_acquired", 1);
 
@@ -111,7 +111,7 @@ pub(super) async fn run(stage: StageEntry, env: ScenarioEnv) -> Result<Outcome> 
     // 6. B releases.
     b_inside.gate.open();
     b_inside.work.await?.answered()?;
-    run.finish().await
+    run.record().await
 }
 
 /// client-A, holding `held`, reads the stock and stops inside its

@@ -38,7 +38,7 @@ use std::time::{Duration, Instant};
 
 use lockcore::StageEntry;
 
-use super::{Outcome, Run, ScenarioEnv};
+use super::{Recorded, Run, ScenarioEnv};
 use crate::error::{HarnessError, Result};
 use crate::topology::sentinel::wait_for_replication_info;
 
@@ -70,7 +70,7 @@ pub(super) async fn run(
     stage: StageEntry,
     env: ScenarioEnv,
     mitigation: Mitigation,
-) -> Result<Outcome> {
+) -> Result<Recorded> {
     let master_args: &[&str] = match mitigation {
         Mitigation::None => &[],
         Mitigation::MinReplicas => &[
@@ -182,5 +182,5 @@ pub(super) async fn run(
         run.narrate(format!("client-A's release fails: {e}"));
     }
     sentinels.stop_watching(&run);
-    run.finish().await
+    run.record().await
 }

@@ -28,14 +28,14 @@ use lockcore::{Point, StageEntry};
 
 use super::slow_business::slow_inside;
 use super::stop::stop_at;
-use super::{Outcome, Run, ScenarioEnv};
+use super::{Recorded, Run, ScenarioEnv};
 use crate::error::Result;
 use crate::workload::Sale;
 
 /// Items for sale: one, so any second order is an oversell.
 const STOCK: i64 = 1;
 
-pub(super) async fn run(stage: StageEntry, env: ScenarioEnv) -> Result<Outcome> {
+pub(super) async fn run(stage: StageEntry, env: ScenarioEnv) -> Result<Recorded> {
     let mut run = Run::start(stage, env, STOCK).await?;
     let timing = run.env.timing;
     let a = run.client("client-A").await?;
@@ -52,7 +52,7 @@ pub(super) async fn run(stage: StageEntry, env: ScenarioEnv) -> Result<Outcome> 
         a_slow.gate.open();
         a_slow.work.await?;
         a.release(&held_a).await?.answered()?;
-        return run.finish().await;
+        return run.record().await;
     };
     run.facts.insert("b_acquired", 1);
 
@@ -78,7 +78,7 @@ pub(super) async fn run(stage: StageEntry, env: ScenarioEnv) -> Result<Outcome> 
     let b_sale = b_before_write.work.await?;
     run.facts.insert("b_write_rejected", rejected(b_sale));
     let _ = b.release(&held_b).await?;
-    run.finish().await
+    run.record().await
 }
 
 fn rejected(sale: Sale) -> i64 {

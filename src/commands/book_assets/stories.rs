@@ -14,7 +14,8 @@
 use std::future::Future;
 use std::pin::Pin;
 
-use harness::observe::{Finding, Timeline, Verdict};
+use harness::check::{Finding, Verdict};
+use harness::observe::Timeline;
 use harness::workload::Sale;
 use harness::{Outcome, ScenarioEnv};
 use lockcore::LockError;

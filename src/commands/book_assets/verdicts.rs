@@ -7,7 +7,7 @@
 
 use std::fmt::Write as _;
 
-use harness::observe::{Finding, Verdict};
+use harness::check::{Finding, Verdict};
 
 use crate::matrix::{Expected, expected};
 

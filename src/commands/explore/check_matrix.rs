@@ -24,8 +24,8 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use harness::ScenarioEnv;
-use harness::explore::{Check, Kind, Plan, StageReport};
-use harness::observe::{Finding, Verdict};
+use harness::check::{Finding, Verdict};
+use harness::explore::{Kind, Plan, StageReport};
 use lockcore::StageEntry;
 
 use super::{Args, args_line, explore_with_bar, print};
@@ -36,33 +36,12 @@ use crate::render::terminal::{Paint, colour_wanted, paint};
 /// The column trials without faults are compared with.
 const CONTENTION: &str = "contention";
 
-/// A finding the explorer can make: a matrix finding, or a stale write
-/// (which the matrix has no word for).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-enum Seen {
-    Matrix(Finding),
-    StaleWrite,
-}
-
-impl Seen {
-    fn of(check: Check) -> Self {
-        check.finding().map_or(Seen::StaleWrite, Seen::Matrix)
-    }
-
-    fn label(self) -> &'static str {
-        match self {
-            Seen::Matrix(finding) => finding.label(),
-            Seen::StaleWrite => "STALE-WRITE",
-        }
-    }
-}
-
 /// What one cell came to.
 enum Cell {
     NotApplicable,
-    Agrees { trials: u64, extra: Vec<Seen> },
-    NotYetFound { trials: u64, missing: Vec<Seen> },
-    Disagrees { trials: u64, found: Vec<Seen> },
+    Agrees { trials: u64, extra: Vec<Finding> },
+    NotYetFound { trials: u64, missing: Vec<Finding> },
+    Disagrees { trials: u64, found: Vec<Finding> },
 }
 
 impl Cell {
@@ -101,18 +80,17 @@ fn columns(kinds: &[Kind]) -> Vec<(Option<Kind>, &'static str)> {
 }
 
 /// The safety and liveness findings a cell predicts.
-fn predicted(cell: &Expected) -> Option<BTreeSet<Seen>> {
+fn predicted(cell: &Expected) -> Option<BTreeSet<Finding>> {
     match cell {
         Expected::NotApplicable => None,
         Expected::Verdict(verdict) => Some(judged(verdict)),
     }
 }
 
-fn judged(verdict: &Verdict) -> BTreeSet<Seen> {
+fn judged(verdict: &Verdict) -> BTreeSet<Finding> {
     verdict
         .findings()
         .filter(|f| *f != Finding::Refused)
-        .map(Seen::Matrix)
         .collect()
 }
 
@@ -166,9 +144,9 @@ pub(super) async fn run(
                 .found
                 .keys()
                 .filter(|c| !report.found_undisturbed.contains(c))
-                .filter(|c| !want.contains(&Seen::of(**c)))
-                .filter(|c| kind.is_none() || !baseline.contains(&Seen::of(**c)))
-                .map(|c| c.name())
+                .filter(|c| !want.contains(&**c))
+                .filter(|c| kind.is_none() || !baseline.contains(&**c))
+                .map(|c| c.property())
                 .collect();
             if !only_disturbed.is_empty() {
                 println!(
@@ -190,7 +168,7 @@ pub(super) async fn run(
                         labels(found)
                     );
                     for first in report.found.values() {
-                        if found.contains(&Seen::of(first.violation.check)) {
+                        if found.contains(&first.violation.finding) {
                             print::found(first, &line);
                         }
                     }
@@ -229,7 +207,7 @@ struct Share {
 }
 
 impl Share {
-    fn add(&mut self, want: &BTreeSet<Seen>, cell: &Cell) {
+    fn add(&mut self, want: &BTreeSet<Finding>, cell: &Cell) {
         self.predicted += want.len();
         match cell {
             Cell::NotYetFound { missing, .. } => {
@@ -252,13 +230,13 @@ impl Share {
     }
 }
 
-fn seen(report: &StageReport) -> BTreeSet<Seen> {
-    report.found.keys().map(|c| Seen::of(*c)).collect()
+fn seen(report: &StageReport) -> BTreeSet<Finding> {
+    report.found.keys().map(|c| *c).collect()
 }
 
 fn judge(
-    want: &BTreeSet<Seen>,
-    baseline: &BTreeSet<Seen>,
+    want: &BTreeSet<Finding>,
+    baseline: &BTreeSet<Finding>,
     faulted: bool,
     report: &StageReport,
 ) -> Cell {
@@ -266,12 +244,8 @@ fn judge(
     let found = seen(report);
     // A fault kind is blamed only for what it did in trials the machine
     // did not disturb, and only for what contention alone does not do.
-    let undisturbed: BTreeSet<Seen> = report
-        .found_undisturbed
-        .iter()
-        .map(|c| Seen::of(*c))
-        .collect();
-    let blamed: BTreeSet<Seen> = if faulted {
+    let undisturbed: BTreeSet<Finding> = report.found_undisturbed.iter().map(|c| *c).collect();
+    let blamed: BTreeSet<Finding> = if faulted {
         undisturbed.difference(baseline).copied().collect()
     } else {
         undisturbed
@@ -289,7 +263,7 @@ fn judge(
             }
         };
     }
-    let missing: Vec<Seen> = want.difference(&found).copied().collect();
+    let missing: Vec<Finding> = want.difference(&found).copied().collect();
     if !missing.is_empty() {
         return Cell::NotYetFound { trials, missing };
     }
@@ -303,7 +277,7 @@ fn kind_name(kind: Option<Kind>) -> &'static str {
     kind.map_or("no faults", |k| k.name())
 }
 
-fn labels(seen: &[Seen]) -> String {
+fn labels(seen: &[Finding]) -> String {
     seen.iter().map(|s| s.label()).collect::<Vec<_>>().join(" ")
 }
 

@@ -18,7 +18,8 @@ use std::path::PathBuf;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use harness::ScenarioEnv;
-use harness::explore::{self, Check, Kind, Plan, StageReport, TrialSpec};
+use harness::check::Finding;
+use harness::explore::{self, Kind, Plan, StageReport, TrialSpec};
 use harness::workload::Fencing;
 use indicatif::{ProgressBar, ProgressStyle};
 use lockcore::StageEntry;
@@ -32,12 +33,12 @@ const MOST_CLIENTS: usize = 26;
 
 /// Which violation's schedule is shrunk when several checks failed: the
 /// damage first (orders, data), then the lock's own properties.
-const SHRINK_FIRST: [Check; 5] = [
-    Check::Oversold,
-    Check::StaleWrite,
-    Check::ForeignDelete,
-    Check::MutualExclusion,
-    Check::Liveness,
+const SHRINK_FIRST: [Finding; 5] = [
+    Finding::Oversold,
+    Finding::StaleWrite,
+    Finding::ForeignDelete,
+    Finding::Overlap,
+    Finding::Deadlock,
 ];
 
 /// `explore`'s options.
@@ -206,7 +207,7 @@ pub(super) async fn explore_with_bar(
     let started = std::time::Instant::now();
     let report = explore::explore(env, plan, enough, |report, _| {
         bar.set_position(started.elapsed().as_secs().min(plan.budget.as_secs()));
-        let found: Vec<&str> = report.found.keys().map(|c| c.name()).collect();
+        let found: Vec<&str> = report.found.keys().map(|c| c.property()).collect();
         bar.set_message(format!(
             "{name} [{kinds}]: {} trials, {} ops; {}",
             report.trials,
@@ -274,20 +275,17 @@ fn chosen_stages(names: &[String]) -> Result<Vec<StageEntry>, Failure> {
     names.iter().map(|s| stage_named(s)).collect()
 }
 
-fn chosen_checks(names: &[String]) -> Result<Vec<Check>, Failure> {
+fn chosen_checks(names: &[String]) -> Result<Vec<Finding>, Failure> {
     names
         .iter()
         .map(|name| {
-            Check::ALL
-                .into_iter()
-                .find(|c| c.name() == name)
-                .ok_or_else(|| {
-                    let all: Vec<&str> = Check::ALL.iter().map(|c| c.name()).collect();
-                    Failure::bad_input(format!(
-                        "unknown check `{name}`; the checks are {}",
-                        all.join(", ")
-                    ))
-                })
+            Finding::with_property(name).ok_or_else(|| {
+                let all: Vec<&str> = Finding::EXPLORED.iter().map(|c| c.property()).collect();
+                Failure::bad_input(format!(
+                    "unknown check `{name}`; the checks are {}",
+                    all.join(", ")
+                ))
+            })
         })
         .collect()
 }

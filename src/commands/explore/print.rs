@@ -2,6 +2,7 @@
 //! the per-stage table, JSON.
 
 use harness::ScenarioEnv;
+use harness::check::Finding;
 use harness::explore::{Found, Kind, Plan, StageReport, shrink};
 use lockcore::StageEntry;
 use serde_json::{Value, json};
@@ -26,7 +27,10 @@ pub(super) fn found(found: &Found, args_line: &str) {
     let v = &found.violation;
     println!(
         "\n=== {}: {} (seed {} trial {})",
-        found.spec.stage.description.name, v.check, found.spec.seed, found.spec.trial
+        found.spec.stage.description.name,
+        v.finding.property(),
+        found.spec.seed,
+        found.spec.trial
     );
     println!("{}", v.text);
     println!("faults:\n{}", found.schedule.render());
@@ -51,7 +55,9 @@ pub(super) fn stage_findings(plan: &Plan, report: &StageReport, args_line: &str)
         found(first, args_line);
         println!(
             "({} failed in {} of {} trials)",
-            first.violation.check, first.trials, report.trials
+            first.violation.finding.property(),
+            first.trials,
+            report.trials
         );
     }
 }
@@ -62,10 +68,12 @@ pub(super) async fn shrinking(
     found: &Found,
     args_line: &str,
 ) -> Result<(), Failure> {
-    let check = found.violation.check;
+    let check = found.violation.finding;
     println!(
-        "\nshrinking the schedule of seed {} trial {} while {check} still fails:",
-        found.spec.seed, found.spec.trial
+        "\nshrinking the schedule of seed {} trial {} while {} still fails:",
+        found.spec.seed,
+        found.spec.trial,
+        check.property()
     );
     let (keep, last) = shrink::shrink(env, &found.spec, check, |kept, still| {
         println!(
@@ -85,7 +93,7 @@ pub(super) async fn shrinking(
         println!("(no fault needed: the clients alone break this stage)");
     }
     if let Some(outcome) = last
-        && let Some(violation) = outcome.violations.iter().find(|v| v.check == check)
+        && let Some(violation) = outcome.violations.iter().find(|v| v.finding == check)
     {
         let spec = harness::explore::TrialSpec {
             keep: Some(keep.clone()),
@@ -113,15 +121,23 @@ fn faults(report: &StageReport) -> String {
     }
 }
 
+/// The first violation of each property, in the order reports print them.
+fn in_print_order(report: &StageReport) -> impl Iterator<Item = (Finding, &Found)> {
+    Finding::EXPLORED
+        .into_iter()
+        .filter_map(|f| report.found.get(&f).map(|found| (f, found)))
+}
+
 /// Violations by check with their first seed:trial.
 fn violations(report: &StageReport) -> String {
-    let parts: Vec<String> = report
-        .found
-        .iter()
+    let parts: Vec<String> = in_print_order(report)
         .map(|(check, f)| {
             format!(
-                "{check} {} (first {}:{})",
-                f.trials, f.spec.seed, f.spec.trial
+                "{} {} (first {}:{})",
+                check.property(),
+                f.trials,
+                f.spec.seed,
+                f.spec.trial
             )
         })
         .collect();
@@ -184,10 +200,11 @@ time to first violation (seed {seed}):
     println!("| stage | violation | first trial | operations until then | seconds | trials run |");
     println!("|---|---|---:|---:|---:|---:|");
     for (plan, report) in reports {
-        for (check, found) in &report.found {
+        for (check, found) in in_print_order(report) {
             println!(
-                "| {} | {check} | {} | {} | {:.1} | {} |",
+                "| {} | {} | {} | {} | {:.1} | {} |",
                 plan.stage.description.name,
+                check.property(),
                 found.first.trial,
                 found.first.operations,
                 found.first.after.as_secs_f64(),
@@ -210,7 +227,7 @@ pub(super) fn json(
                 .iter()
                 .map(|(check, f)| {
                     (
-                        check.name().to_owned(),
+                        check.property().to_owned(),
                         json!({
                             "trials": f.trials,
                             "first": format!("{}:{}", f.spec.seed, f.spec.trial),

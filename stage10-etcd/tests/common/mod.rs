@@ -1,7 +1,7 @@
 //! A world for stage 10's stories: the harness's own run on a real
 //! three-member etcd cluster (started by `Run::start` for stage 10), a
-//! Redis "database" node for the stock (never faulted), the ledger and
-//! timeline, and the judge at the end.
+//! Redis "database" node for the stock (never faulted), the history and
+//! its timeline, and the judge at the end.
 
 #![allow(dead_code)] // each test file uses its own part
 

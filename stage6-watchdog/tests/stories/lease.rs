@@ -32,11 +32,11 @@ pub struct Lease {
 pub async fn lease(env: ScenarioEnv) -> Result<Lease> {
     let timing = env.timing;
     let run = Run::start(stage6::STAGE, env, 1).await?;
-    let ledger = run.factory.ledger.clone();
+    let history = run.history().clone();
     // client-A is an RLock of its own (the harness's clients take no
     // lease), its commands logged to the same timeline.
     let setup = ClientSetup {
-        replies: Some(ledger.timeline().reply_log()),
+        replies: Some(history.timeline().reply_log()),
         ..ClientSetup::new(
             run.factory.lock_urls.clone(),
             "client-A",
@@ -52,7 +52,7 @@ pub async fn lease(env: ScenarioEnv) -> Result<Lease> {
         .await?
         .ok_or_else(|| HarnessError::StoryNotTold("client-A could not take a free lock".into()))?;
     let watched = held.lost.is_some();
-    ledger.acquired("client-A", &held);
+    history.acquired("client-A", &held);
     let read = leased_db.read_stock(None).await?;
 
     // client-A's business is slow: nobody renews its lease meanwhile.
@@ -64,7 +64,7 @@ pub async fn lease(env: ScenarioEnv) -> Result<Lease> {
     next.release(&next_held).await?.answered()?;
 
     let late_sale = leased_db.sell(read, None).await?;
-    ledger.release_sent("client-A");
+    history.release_sent("client-A");
     let unlock = leased.unlock().await;
 
     Ok(Lease {

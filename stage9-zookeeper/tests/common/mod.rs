@@ -1,14 +1,15 @@
 //! A world for stage 9's stories: a real three-member ZooKeeper ensemble
 //! for the lock, a Redis "database" node for the stock (never faulted),
-//! the harness's ledger and timeline, and its judge at the end.
+//! the harness's history (told in its timeline), and its judge at the end.
 
 #![allow(dead_code)] // each test file uses its own part
 
 use std::time::Duration;
 
 use harness::client::{Client, ClientFactory};
+use harness::history::{History, Recorded, What};
 use harness::holder::{HolderProcess, Launcher};
-use harness::observe::{Evidence, KeyRecord, Ledger, Timeline, judge};
+use harness::observe::Timeline;
 use harness::scenario::Outcome;
 use harness::server::ensemble::Ensemble;
 use harness::server::zookeeper::ZkEnsemble;
@@ -62,10 +63,21 @@ impl World {
             lock_urls: ensemble.urls(),
             db_url: db.url(),
             config,
-            ledger: Ledger::new(timeline.clone()),
+            history: History::new(timeline),
             fencing,
             request_ids: Default::default(),
         };
+        factory.history.push(
+            "harness",
+            What::Setup {
+                stage: "stage9".into(),
+                ttl: SESSION,
+                stock,
+                lock_nodes: Vec::new(),
+                fencing: fencing.label(),
+                lock_key: factory.config.key.clone(),
+            },
+        );
         let world = World {
             ensemble,
             db,
@@ -84,7 +96,7 @@ impl World {
     }
 
     pub fn timeline(&self) -> &Timeline {
-        self.factory.ledger.timeline()
+        self.factory.history.timeline()
     }
 
     pub fn narrate(&self, text: impl Into<String>) {
@@ -111,34 +123,28 @@ impl World {
         holder
     }
 
-    /// The judge's verdict on what the ledger and the database recorded.
+    /// The judge's verdict on what the history and the database recorded
+    /// (ZooKeeper has no MONITOR: the clients' side and the stock judge).
     pub async fn finish(self) -> Outcome {
         let placed = self.harness_db.order_entries().await.unwrap();
         let orders = i64::try_from(placed.len()).unwrap();
-        let ledger = &self.factory.ledger;
-        let (verdict, said) = judge(&Evidence {
-            ledger,
-            // ZooKeeper has no MONITOR: the ledger and the stock judge.
-            keys: &KeyRecord::default(),
-            lock_key: &self.factory.config.key,
-            initial_stock: self.initial_stock,
-            placed: &placed,
-            refused: &[],
-        })
-        .unwrap();
-        for line in said {
-            self.narrate(line);
-        }
-        self.narrate(format!("verdict: {verdict}"));
-        let mut facts = std::collections::BTreeMap::new();
-        facts.insert("orders", orders);
-        facts.insert("initial_stock", self.initial_stock);
-        let timeline = self.timeline().clone();
-        println!("{}", timeline.render());
-        Outcome {
-            verdict,
-            facts,
-            timeline,
-        }
+        let stock_left = self.harness_db.read_stock(None).await.unwrap();
+        let history = self.factory.history.clone();
+        history.push(
+            "harness",
+            What::Final {
+                orders,
+                stock_left,
+                placed,
+                refused: Vec::new(),
+            },
+        );
+        let facts = [("orders", orders), ("initial_stock", self.initial_stock)];
+        let outcome = Outcome::judged(Recorded {
+            history,
+            facts: facts.into(),
+        });
+        println!("{}", outcome.timeline.render());
+        outcome
     }
 }

@@ -16,8 +16,8 @@
 
 use std::time::Duration;
 
-use super::{Check, Violation};
-use crate::explore::history::{Entry, Op, Operation, Phase, What, operations, setup};
+use super::{Finding, Violation};
+use crate::history::{Entry, Op, Operation, Phase, What, operations, setup};
 
 /// How far a server's clock and the history's may disagree: both are the
 /// same machine's, read a few microseconds apart.
@@ -87,7 +87,7 @@ pub fn check(entries: &[Entry]) -> Option<Violation> {
             .rfind(|(_, set)| set.at > own_set.at && set.at < del.at);
         if let Some((victim, set)) = victim {
             return Some(Violation {
-                check: Check::ForeignDelete,
+                finding: Finding::ForeignDelete,
                 text: format!(
                     "{}'s DEL on [{node}] at T+{}ms removed the lock {} took at T+{}ms (its own \
                      was taken at T+{}ms, and was gone when {}'s SET NX succeeded)",
@@ -118,7 +118,7 @@ fn is_plain_del(command: &str) -> bool {
 mod tests {
     use super::super::tests::{Script, word};
     use super::*;
-    use crate::explore::history::Detail;
+    use crate::history::Detail;
 
     /// A takes the lock at 10; B's at `b_at`; A's DEL at 400.
     fn story(b_at: u64, release_command: &str) -> Option<Violation> {

@@ -1,4 +1,5 @@
-//! What a scenario concludes: the set of observers that fired.
+//! The one finding type: what a checker says was violated, in a scripted
+//! story's verdict, a matrix cell and an explorer report alike.
 
 use std::collections::BTreeSet;
 use std::fmt;
@@ -22,6 +23,10 @@ pub enum Finding {
     /// One request was charged twice: a retry the resource did not
     /// recognise as the same request.
     Duplicate,
+    /// The resource accepted a write with an older fencing token than one
+    /// it had already seen (the explorer's checker; no scripted story
+    /// needs the word, its oversell says it).
+    StaleWrite,
 }
 
 impl Finding {
@@ -36,6 +41,36 @@ impl Finding {
         Finding::Duplicate,
     ];
 
+    /// What the explorer's checkers judge, in the order its reports print
+    /// them: a liveness failure is a deadlock.
+    pub const EXPLORED: [Finding; 5] = [
+        Finding::Overlap,
+        Finding::Oversold,
+        Finding::ForeignDelete,
+        Finding::StaleWrite,
+        Finding::Deadlock,
+    ];
+
+    /// The property it violates, as the explorer's reports and its
+    /// `--check` option name it.
+    pub fn property(self) -> &'static str {
+        match self {
+            Finding::Overlap => "mutual-exclusion",
+            Finding::Oversold => "oversold",
+            Finding::ForeignDelete => "foreign-delete",
+            Finding::StaleWrite => "stale-write",
+            Finding::Deadlock => "liveness",
+            Finding::SelfBlocked => "self-blocked",
+            Finding::Refused => "refused",
+            Finding::Duplicate => "duplicate",
+        }
+    }
+
+    /// The finding whose property is called `name`.
+    pub fn with_property(name: &str) -> Option<Finding> {
+        Finding::EXPLORED.into_iter().find(|f| f.property() == name)
+    }
+
     /// The word the matrix prints.
     pub fn label(self) -> &'static str {
         match self {
@@ -46,6 +81,7 @@ impl Finding {
             Finding::SelfBlocked => "SELF-BLOCKED",
             Finding::Refused => "REFUSED",
             Finding::Duplicate => "DUPLICATE",
+            Finding::StaleWrite => "STALE-WRITE",
         }
     }
 
@@ -63,6 +99,7 @@ impl Finding {
             Finding::Duplicate => {
                 "one request was charged twice: a lock serialises a retry, it does not de-duplicate it"
             }
+            Finding::StaleWrite => "the resource accepted a write from an older fencing token",
         }
     }
 }

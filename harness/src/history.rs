@@ -1,26 +1,32 @@
-//! The history: everything a trial observed, in one time order.
+//! The history: the one record of a run, a scripted story's or an explorer
+//! trial's, in one time order.
 //!
 //! As in Jepsen, each client operation is recorded twice: when it is
 //! *invoked*, and when it *completes*: `ok`, `fail` (it surely did not
 //! happen: the lock was not granted, the write was refused) or `info` (we do
 //! not know: a timeout, a crash, a lost connection; it may have happened).
-//! Beside the clients' operations the history holds what the nemesis did,
-//! what the servers recorded (each lock node's `MONITOR` and key-expiry
-//! notifications), and a final read of the stock and the orders.
+//! Beside the clients' operations the history holds what the harness and
+//! the nemesis did to them (a fault aimed at a client, a death, a patience
+//! window opened), what the servers recorded (each lock node's `MONITOR`
+//! and keyspace notifications, and [`KeyRecord`], who wrote and deleted
+//! each key), and a final read of the stock and the orders.
 //!
-//! Times are monotonic, counted on the same origin as the trial's timeline
+//! Times are monotonic, counted on the same origin as the run's timeline
 //! (`T+…ms`), so a history slice and the timeline can be read side by side.
-//! The checkers read nothing else; the history is also written as JSON
-//! lines, one entry per line.
+//! The timeline is the history told in words: each client entry is also a
+//! line there. The checkers ([`crate::check`]) read the history and nothing
+//! else; it is also written as JSON lines, one entry per line.
 
+use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
+use lockcore::{Acquired, LockError, Release};
 use serde_json::{Value, json};
 use tokio::time::Instant;
 
-use super::schedule::Kind;
-use crate::observe::Timeline;
+use crate::fault::Kind;
+use crate::observe::{KeyRecord, Timeline, short};
 
 /// A client operation of the workload.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -102,6 +108,8 @@ pub enum What {
         lock_nodes: Vec<String>,
         /// How the resource checks fencing tokens (stage 8).
         fencing: &'static str,
+        /// The lock's key, as the servers' record names it.
+        lock_key: String,
     },
     /// A client operation.
     Op {
@@ -132,12 +140,31 @@ pub enum What {
         /// The command as `MONITOR` printed it, shortened.
         command: String,
     },
+    /// The harness opens a window of `patience` in which `process` asks
+    /// for the lock: if nobody acquires meanwhile while the key stays, that
+    /// is a deadlock.
+    Ask {
+        /// How long the client is prepared to wait.
+        patience: Duration,
+    },
+    /// The client died holding whatever it held (a crash at a fault point,
+    /// `kill -9`).
+    Died,
+    /// The client left its critical section without releasing (its
+    /// business failed and the release was skipped).
+    Left,
     /// The final read, once every client has stopped.
     Final {
         /// Orders recorded.
         orders: i64,
         /// Stock left.
         stock_left: i64,
+        /// Every order: the seller, and after a space the purchase's
+        /// request id when it carried one (`client-B request-1`).
+        placed: Vec<String>,
+        /// The second applications of a request id that the resource
+        /// refused, as the orders they would have been.
+        refused: Vec<String>,
     },
 }
 
@@ -195,9 +222,12 @@ impl Entry {
                 fault, phase, text, ..
             } => format!("fault #{fault} {phase}: {text}"),
             What::Server { node, command } => format!("[{node}] {command}"),
-            What::Final { orders, stock_left } => {
-                format!("final read: {orders} orders, stock left {stock_left}")
-            }
+            What::Ask { patience } => format!("asks for up to {}ms", patience.as_millis()),
+            What::Died => "died".to_owned(),
+            What::Left => "left without releasing".to_owned(),
+            What::Final {
+                orders, stock_left, ..
+            } => format!("final read: {orders} orders, stock left {stock_left}"),
         };
         format!("{head} {body}")
     }
@@ -216,8 +246,10 @@ impl Entry {
                 stock,
                 lock_nodes,
                 fencing,
+                lock_key,
             } => json!({"type": "setup", "stage": stage, "ttl_ms": ttl.as_millis() as u64,
-                        "stock": stock, "lock_nodes": lock_nodes, "fencing": fencing}),
+                        "stock": stock, "lock_nodes": lock_nodes, "fencing": fencing,
+                        "lock_key": lock_key}),
             What::Op { op, phase, detail } => json!({"type": phase.name(), "f": op.name(),
                 "value": detail.value, "token": detail.token, "number": detail.number,
                 "result": detail.result}),
@@ -232,9 +264,14 @@ impl Entry {
             What::Server { node, command } => {
                 json!({"type": "server", "node": node, "command": command})
             }
-            What::Final { orders, stock_left } => {
-                json!({"type": "final", "orders": orders, "stock_left": stock_left})
+            What::Ask { patience } => {
+                json!({"type": "ask", "patience_ms": patience.as_millis() as u64})
             }
+            What::Died => json!({"type": "died"}),
+            What::Left => json!({"type": "left"}),
+            What::Final {
+                orders, stock_left, ..
+            } => json!({"type": "final", "orders": orders, "stock_left": stock_left}),
         };
         if let (Value::Object(line), Value::Object(extra)) = (&mut line, extra) {
             line.extend(extra.into_iter().filter(|(_, v)| !v.is_null()));
@@ -243,25 +280,25 @@ impl Entry {
     }
 }
 
-fn short(value: &str) -> String {
-    crate::observe::short(value)
-}
-
-/// A trial's history, shared by its clients and its nemesis; clones share it.
+/// A run's history, shared by its clients, its harness and its nemesis;
+/// clones share it.
 #[derive(Debug, Clone)]
 pub struct History {
     origin: Instant,
     origin_offset: Duration,
     entries: Arc<Mutex<Vec<Entry>>>,
+    timeline: Timeline,
 }
 
 impl History {
-    /// An empty history whose times are on `timeline`'s origin.
-    pub fn new(timeline: &Timeline) -> Self {
+    /// An empty history, told in words in `timeline` (its times on the
+    /// timeline's origin).
+    pub fn new(timeline: Timeline) -> Self {
         Self {
             origin: Instant::now(),
             origin_offset: timeline.offset(SystemTime::now()),
             entries: Arc::default(),
+            timeline,
         }
     }
 
@@ -271,7 +308,159 @@ impl History {
             origin: Instant::now(),
             origin_offset: Duration::ZERO,
             entries: Arc::new(Mutex::new(entries)),
+            timeline: Timeline::new(),
         }
+    }
+
+    /// The same history told in words.
+    pub fn timeline(&self) -> &Timeline {
+        &self.timeline
+    }
+
+    /// The wall-clock moment of `at` (the servers' record is stamped on the
+    /// wall clock).
+    pub fn wall(&self, at: Duration) -> SystemTime {
+        self.timeline.start() + at
+    }
+
+    /// The servers' record of their keys: who wrote and who deleted each.
+    pub fn keys(&self) -> KeyRecord {
+        self.timeline.key_record()
+    }
+
+    /// `process` was told it holds the lock.
+    pub fn acquired(&self, process: &str, held: &Acquired) {
+        let mut text = format!("acquired the lock (value {})", short(&held.value));
+        if let Some(token) = held.fencing_token {
+            text.push_str(&format!(", fencing token {token}"));
+        }
+        if let Some(validity) = held.validity {
+            text.push_str(&format!(", valid for {}ms", validity.as_millis()));
+        }
+        let detail = Detail {
+            value: Some(held.value.clone()),
+            token: held.fencing_token,
+            ..Detail::default()
+        };
+        self.told(process, Op::Acquire, Phase::Ok, detail, text);
+    }
+
+    /// The lock told `process` "not acquired" (it did not error).
+    pub fn not_acquired(&self, process: &str) {
+        let text = "was not granted the lock".to_owned();
+        self.told(process, Op::Acquire, Phase::Fail, Detail::default(), text);
+    }
+
+    /// `process` leaves its critical section and sends its release.
+    pub fn release_sent(&self, process: &str) {
+        let text = "leaves the critical section and releases".to_owned();
+        self.told(process, Op::Release, Phase::Invoke, Detail::default(), text);
+    }
+
+    /// `process`'s release came back with `outcome`. A release some masters
+    /// did not answer is `info`: whether the lock was still ours is unknown.
+    pub fn released(&self, process: &str, outcome: Release) {
+        let (phase, word, text) = match outcome {
+            Release::Deleted => (
+                Phase::Ok,
+                "deleted",
+                "release deleted the lock key".to_owned(),
+            ),
+            Release::NothingDeleted => (Phase::Ok, "nothing", "release deleted nothing".to_owned()),
+            Release::StillHeld(n) => (
+                Phase::Ok,
+                "still-held",
+                format!("released one hold; still held {n} time(s)"),
+            ),
+            Release::Unconfirmed {
+                deleted,
+                not_ours,
+                unreachable,
+            } => (
+                Phase::Info,
+                "unconfirmed",
+                format!(
+                    "release UNCONFIRMED: {unreachable} master(s) unreachable (they may keep \
+                     the key until it expires); deleted on {deleted}, not ours on {not_ours}"
+                ),
+            ),
+        };
+        let number = match outcome {
+            Release::StillHeld(n) => Some(i64::from(n)),
+            _ => None,
+        };
+        let detail = Detail {
+            number,
+            result: Some(word.to_owned()),
+            ..Detail::default()
+        };
+        self.told(process, Op::Release, phase, detail, text);
+    }
+
+    /// The lock refused `process`'s release: it is not the owner any more.
+    pub fn release_refused(&self, process: &str) {
+        let detail = Detail {
+            result: Some("not-owner".to_owned()),
+            ..Detail::default()
+        };
+        let text = "release REFUSED: not the owner".to_owned();
+        self.told(process, Op::Release, Phase::Fail, detail, text);
+    }
+
+    /// `process`'s release failed with `error`: surely not done when the
+    /// lock refused it (not the owner), unknown otherwise.
+    pub fn release_failed(&self, process: &str, error: &LockError) {
+        let (phase, word) = match error {
+            LockError::NotOwner => (Phase::Fail, "not-owner".to_owned()),
+            other => (Phase::Info, other.to_string()),
+        };
+        let detail = Detail {
+            result: Some(word),
+            ..Detail::default()
+        };
+        let text = format!("release failed: {error}");
+        self.told(process, Op::Release, phase, detail, text);
+    }
+
+    /// `process` left its critical section without releasing; `why`.
+    pub fn left(&self, process: &str, why: &str) {
+        self.timeline.record(process, why);
+        self.push(process, What::Left);
+    }
+
+    /// `process` died (`how`: "died at after-setnx", "KILLED with kill -9").
+    pub fn died(&self, process: &str, how: &str) {
+        self.timeline.record(process, how);
+        self.push(process, What::Died);
+    }
+
+    /// `process` starts asking for the lock for up to `patience`.
+    pub fn asking(&self, process: &str, patience: Duration) {
+        let text = format!(
+            "asks for the lock, waiting up to {}ms",
+            patience.as_millis()
+        );
+        self.timeline.record(process, text);
+        self.push(process, What::Ask { patience });
+    }
+
+    /// A fault of `kind` aimed at `process` begins; `what` says which.
+    pub fn fault_began(&self, process: &str, kind: Kind, what: &str) {
+        self.timeline
+            .record(process, format!("FAULT begins: {what}"));
+        self.nemesis(0, kind, "start", Some(process), what);
+    }
+
+    /// The fault of `kind` aimed at `process` is over.
+    pub fn fault_ended(&self, process: &str, kind: Kind) {
+        self.timeline.record(process, "fault over");
+        self.nemesis(0, kind, "end", Some(process), "fault over");
+    }
+
+    /// A completion (or an invocation) that the timeline tells as `text`.
+    fn told(&self, process: &str, op: Op, phase: Phase, detail: Detail, text: String) {
+        self.timeline.record(process, text);
+        self.push(process, What::Op { op, phase, detail });
     }
 
     /// Now, on the history's clock.
@@ -334,10 +523,11 @@ impl History {
         );
     }
 
-    /// Adds what the lock nodes recorded (commands and expiries in
-    /// `timeline` that happened on a node, the database excepted), then
-    /// puts every entry in time order.
-    pub fn absorb_servers(&self, timeline: &Timeline, lock_nodes: &[String]) {
+    /// Adds what the lock nodes recorded (commands and expiries in the
+    /// timeline that happened on a node, the database excepted), then puts
+    /// every entry in time order.
+    pub fn absorb_servers(&self, lock_nodes: &[String]) {
+        let timeline = &self.timeline;
         for event in timeline.events() {
             let Some(node) = event.node.as_ref() else {
                 continue;
@@ -445,6 +635,17 @@ pub fn operations(entries: &[Entry]) -> Vec<Operation> {
     done.extend(open);
     done.sort_by_key(|o| o.invoke.index);
     done
+}
+
+/// What a run recorded, handed to the judge: its history (the timeline
+/// with it) and the numbers the scenario measured.
+#[derive(Debug, Clone)]
+pub struct Recorded {
+    /// The one record.
+    pub history: History,
+    /// Numbers the scenario measured: `orders`, `initial_stock`,
+    /// `pttl_after_death`…
+    pub facts: BTreeMap<&'static str, i64>,
 }
 
 /// The setup entry's TTL and lock nodes (defaults if there is none).

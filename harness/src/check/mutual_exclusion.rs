@@ -5,8 +5,8 @@
 //! section is never longer than the time the client believed it held the
 //! lock. Two sections of different clients that overlap are two holders.
 
-use super::{Check, Violation, end_of, sections};
-use crate::explore::history::Entry;
+use super::{Finding, Violation, end_of, sections};
+use crate::history::Entry;
 
 // ANCHOR: check
 /// The first overlap in `entries`, if any.
@@ -25,7 +25,7 @@ pub fn check(entries: &[Entry]) -> Option<Violation> {
         evidence.extend(first.closed.map(|(index, _)| index));
         evidence.extend(second.closed.map(|(index, _)| index));
         return Some(Violation {
-            check: Check::MutualExclusion,
+            finding: Finding::Overlap,
             text: format!(
                 "{} was told it holds the lock at T+{}ms while {} (told so at T+{}ms) had not \
                  left its critical section",

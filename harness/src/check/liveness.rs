@@ -8,8 +8,8 @@
 
 use std::time::Duration;
 
-use super::{Check, Violation, end_of, sections};
-use crate::explore::history::{Entry, Op, Phase, operations, setup};
+use super::{Finding, Violation, end_of, sections};
+use crate::history::{Entry, Op, Phase, operations, setup};
 
 /// How many TTLs a gap may last.
 pub const PATIENCE_TTLS: u32 = 3;
@@ -56,7 +56,7 @@ pub fn check(entries: &[Entry]) -> Option<Violation> {
         let mut evidence: Vec<usize> = refused.iter().map(|o| o.invoke.index).collect();
         evidence.extend(last.done.as_ref().map(|d| d.index));
         return Some(Violation {
-            check: Check::Liveness,
+            finding: Finding::Deadlock,
             text: format!(
                 "nobody held the lock from T+{}ms to T+{}ms ({} TTLs) while {} acquire(s) were \
                  refused",

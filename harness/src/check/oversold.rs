@@ -10,14 +10,16 @@
 //! has stopped, so sales whose reply was lost are counted too); the
 //! evidence is the first two sales that started from the same reading.
 
-use super::{Check, Violation};
-use crate::explore::history::{Entry, Op, Phase, What, operations, setup};
+use super::{Finding, Violation};
+use crate::history::{Entry, Op, Phase, What, operations, setup};
 
 /// Whether `entries` end with more orders than items sold.
 pub fn check(entries: &[Entry]) -> Option<Violation> {
     let (_, initial, _) = setup(entries);
     let (at, orders, left) = entries.iter().find_map(|e| match e.what {
-        What::Final { orders, stock_left } => Some((e.index, orders, stock_left)),
+        What::Final {
+            orders, stock_left, ..
+        } => Some((e.index, orders, stock_left)),
         _ => None,
     })?;
     let gone = initial - left;
@@ -44,7 +46,7 @@ pub fn check(entries: &[Entry]) -> Option<Violation> {
         }
     }
     Some(Violation {
-        check: Check::Oversold,
+        finding: Finding::Oversold,
         text: format!(
             "{orders} orders, but the stock only went from {initial} to {left}: {} sale(s) \
              overwrote another{}",
@@ -64,7 +66,7 @@ pub fn check(entries: &[Entry]) -> Option<Violation> {
 mod tests {
     use super::super::tests::{Script, word};
     use super::*;
-    use crate::explore::history::Detail;
+    use crate::history::Detail;
 
     fn sale(s: &mut Script, ms: u64, who: &str, from: i64) {
         let read = Detail {
@@ -78,7 +80,16 @@ mod tests {
     }
 
     fn finish(s: &mut Script, orders: i64, stock_left: i64) {
-        s.push(1000, "harness", What::Final { orders, stock_left });
+        s.push(
+            1000,
+            "harness",
+            What::Final {
+                orders,
+                stock_left,
+                placed: Vec::new(),
+                refused: Vec::new(),
+            },
+        );
     }
 
     #[test]

@@ -1,6 +1,9 @@
-//! Checkers: each reads a trial's history, and nothing else (not the
-//! schedule, not the code that made the faults), and says whether a
-//! property was violated, pointing at the entries that show it.
+//! The one judge: checkers over a history, and nothing else (not the
+//! schedule, not the code that made the faults, not the story), each
+//! saying whether a property was violated and pointing at the entries that
+//! show it. One finding type ([`Finding`]) for every verdict.
+//!
+//! The explorer's checkers, over a trial's history:
 //!
 //! - [`mutual_exclusion`]: two clients inside their critical sections at
 //!   once, each having been told it holds the lock;
@@ -11,79 +14,34 @@
 //! - [`stale_write`]: the resource accepted a write with a lower fencing
 //!   token than one it had already seen;
 //! - [`liveness`]: clients asked and nobody held the lock for several TTLs.
+//!
+//! A scripted story's verdict ([`judge()`]) reads the same history for the
+//! matrix's words, each story's window made explicit (a patience window,
+//! a fault aimed at a client).
 
+mod finding;
 pub mod foreign_delete;
+mod judge;
 pub mod liveness;
 pub mod mutual_exclusion;
+mod outcome;
 pub mod oversold;
 pub mod stale_write;
 
-use std::fmt;
 use std::time::Duration;
 
-use super::history::{Entry, Op, Phase, What};
-use crate::observe::Finding;
+pub use finding::{Finding, Verdict};
+pub use judge::judge;
+pub use outcome::Outcome;
 
-/// A property a checker judges.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Check {
-    /// Two holders at once.
-    MutualExclusion,
-    /// Orders against stock.
-    Oversold,
-    /// A release deleted someone else's lock.
-    ForeignDelete,
-    /// The resource accepted an out-of-date token.
-    StaleWrite,
-    /// Nobody got the free lock for a long time.
-    Liveness,
-}
-
-impl Check {
-    /// Every check, in the order reports print them.
-    pub const ALL: [Check; 5] = [
-        Check::MutualExclusion,
-        Check::Oversold,
-        Check::ForeignDelete,
-        Check::StaleWrite,
-        Check::Liveness,
-    ];
-
-    /// Its name in reports.
-    pub fn name(self) -> &'static str {
-        match self {
-            Check::MutualExclusion => "mutual-exclusion",
-            Check::Oversold => "oversold",
-            Check::ForeignDelete => "foreign-delete",
-            Check::StaleWrite => "stale-write",
-            Check::Liveness => "liveness",
-        }
-    }
-
-    /// The matrix finding that says the same thing (`None`: the matrix has
-    /// no word for it, so any such violation disagrees with it).
-    pub fn finding(self) -> Option<Finding> {
-        match self {
-            Check::MutualExclusion => Some(Finding::Overlap),
-            Check::Oversold => Some(Finding::Oversold),
-            Check::ForeignDelete => Some(Finding::ForeignDelete),
-            Check::StaleWrite => None,
-            Check::Liveness => Some(Finding::Deadlock),
-        }
-    }
-}
-
-impl fmt::Display for Check {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
+use crate::fault::Kind;
+use crate::history::{Entry, Op, Phase, What};
 
 /// A property that did not hold.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Violation {
     /// Which.
-    pub check: Check,
+    pub finding: Finding,
     /// What happened, in one sentence.
     pub text: String,
     /// The clients involved.
@@ -124,8 +82,8 @@ pub fn check(entries: &[Entry]) -> Vec<Violation> {
 
 /// A critical section as the history tells it: from the moment a client
 /// was told it holds the lock to the first of: it invoked its release, an
-/// operation of its ended unknown (its process was replaced), or the
-/// nemesis killed it.
+/// operation of its ended unknown (its process was replaced), it died or
+/// left without releasing, or the nemesis killed it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Section {
     /// The client.
@@ -172,16 +130,13 @@ fn closes(entry: &Entry, process: &str) -> bool {
             entry.process == process
                 && ((*op == Op::Release && *phase == Phase::Invoke) || *phase == Phase::Info)
         }
+        What::Died | What::Left => entry.process == process,
         What::Nemesis {
             kind,
             phase,
             target,
             ..
-        } => {
-            *kind == super::schedule::Kind::Kill
-                && *phase == "start"
-                && target.as_deref() == Some(process)
-        }
+        } => *kind == Kind::Kill && *phase == "start" && target.as_deref() == Some(process),
         _ => false,
     }
 }
@@ -197,7 +152,7 @@ fn closes(entry: &Entry, process: &str) -> bool {
 /// meanwhile. Such a trial tested more than its fault kind, and says so
 /// instead of blaming the kind.
 pub fn unexplained_overruns(entries: &[Entry]) -> Vec<Section> {
-    let (ttl, _, lock_nodes) = super::history::setup(entries);
+    let (ttl, _, lock_nodes) = crate::history::setup(entries);
     let end = end_of(entries);
     let expiries: Vec<Duration> = entries
         .iter()
@@ -222,8 +177,7 @@ pub fn unexplained_overruns(entries: &[Entry]) -> Vec<Section> {
                     let during = (s.opened..=last).contains(&e.index);
                     match target {
                         Some(t) if *t == s.process => {
-                            during
-                                || (*kind == super::schedule::Kind::SlowWork && e.index < s.opened)
+                            during || (*kind == Kind::SlowWork && e.index < s.opened)
                         }
                         Some(_) => false,
                         None => during,
@@ -242,8 +196,8 @@ pub fn end_of(entries: &[Entry]) -> Duration {
 
 #[cfg(test)]
 pub(crate) mod tests {
-    use super::super::history::{Detail, History};
     use super::*;
+    use crate::history::{Detail, History};
 
     /// A little history builder for the checkers' tests: times in ms.
     pub(crate) struct Script(pub Vec<Entry>);
@@ -260,6 +214,7 @@ pub(crate) mod tests {
                     stock,
                     lock_nodes: vec!["lock".into()],
                     fencing: "reads-and-writes",
+                    lock_key: "lock:stock".into(),
                 },
             );
             script
@@ -304,7 +259,7 @@ pub(crate) mod tests {
         }
 
         /// The nemesis starts a fault of `kind` on `target`.
-        pub(crate) fn strike(&mut self, ms: u64, kind: super::super::schedule::Kind, target: &str) {
+        pub(crate) fn strike(&mut self, ms: u64, kind: Kind, target: &str) {
             self.push(
                 ms,
                 "nemesis",
@@ -354,7 +309,7 @@ pub(crate) mod tests {
         let mut struck = Script::new(10);
         struck.step(10, "client-A", Op::Acquire, Phase::Invoke);
         struck.step(11, "client-A", Op::Acquire, Phase::Ok);
-        struck.strike(20, super::super::schedule::Kind::Freeze, "client-A");
+        struck.strike(20, Kind::Freeze, "client-A");
         struck.push(150, "redis", expiry);
         struck.step(200, "client-A", Op::Release, Phase::Invoke);
         assert!(unexplained_overruns(&struck.history().entries()).is_empty());
@@ -365,7 +320,7 @@ pub(crate) mod tests {
         let mut s = Script::new(10);
         s.step(10, "client-A", Op::Acquire, Phase::Invoke);
         s.step(11, "client-A", Op::Acquire, Phase::Ok);
-        s.strike(50, super::super::schedule::Kind::Kill, "client-A");
+        s.strike(50, Kind::Kill, "client-A");
         let found = sections(&s.history().entries());
         assert_eq!(found.len(), 1);
         assert_eq!(

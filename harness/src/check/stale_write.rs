@@ -8,8 +8,8 @@
 //! sees the readers' tokens, so this checker cannot blame it for the
 //! stale-write-first order; the oversold checker does.
 
-use super::{Check, Violation};
-use crate::explore::history::{Entry, Op, Phase, operations};
+use super::{Finding, Violation};
+use crate::history::{Entry, Op, Phase, operations};
 
 /// The first stale write the resource accepted, if any.
 pub fn check(entries: &[Entry]) -> Option<Violation> {
@@ -44,7 +44,7 @@ pub fn check(entries: &[Entry]) -> Option<Violation> {
             evidence.extend(newer.done.as_ref().map(|d| d.index));
             evidence.extend(write.done.as_ref().map(|d| d.index));
             return Some(Violation {
-                check: Check::StaleWrite,
+                finding: Finding::StaleWrite,
                 text: format!(
                     "{}'s write with token {token} was accepted after the resource had seen \
                      token {newer_token} from {}",
@@ -69,7 +69,7 @@ impl Entry {
 mod tests {
     use super::super::tests::{Script, word};
     use super::*;
-    use crate::explore::history::Detail;
+    use crate::history::Detail;
 
     fn sale(s: &mut Script, ms: u64, who: &str, token: u64, result: &str) {
         let shown = Detail {
