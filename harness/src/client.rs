@@ -194,7 +194,8 @@ impl Client {
                 Ok(Released::Answered(outcome))
             }
             Err(LockError::NotOwner) => {
-                self.history.release_refused(&self.name);
+                self.history
+                    .release_failed(&self.name, &LockError::NotOwner);
                 Ok(Released::NotOwner)
             }
             Err(other) => Err(self.note_crash::<()>(Err(other)).unwrap_err()),

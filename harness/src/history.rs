@@ -397,28 +397,25 @@ impl History {
         self.told(process, Op::Release, phase, detail, text);
     }
 
-    /// The lock refused `process`'s release: it is not the owner any more.
-    pub fn release_refused(&self, process: &str) {
-        let detail = Detail {
-            result: Some("not-owner".to_owned()),
-            ..Detail::default()
-        };
-        let text = "release REFUSED: not the owner".to_owned();
-        self.told(process, Op::Release, Phase::Fail, detail, text);
-    }
-
     /// `process`'s release failed with `error`: surely not done when the
     /// lock refused it (not the owner), unknown otherwise.
     pub fn release_failed(&self, process: &str, error: &LockError) {
-        let (phase, word) = match error {
-            LockError::NotOwner => (Phase::Fail, "not-owner".to_owned()),
-            other => (Phase::Info, other.to_string()),
+        let (phase, word, text) = match error {
+            LockError::NotOwner => (
+                Phase::Fail,
+                "not-owner".to_owned(),
+                "release REFUSED: not the owner".to_owned(),
+            ),
+            other => (
+                Phase::Info,
+                other.to_string(),
+                format!("release failed: {other}"),
+            ),
         };
         let detail = Detail {
             result: Some(word),
             ..Detail::default()
         };
-        let text = format!("release failed: {error}");
         self.told(process, Op::Release, phase, detail, text);
     }
 

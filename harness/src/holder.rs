@@ -16,7 +16,7 @@ use std::process::{Child, ChildStdin, Command, Stdio};
 use std::str::FromStr;
 use std::time::Duration;
 
-use lockcore::{Acquired, LockConfig, Point, Release, StageEntry};
+use lockcore::{Acquired, LockConfig, LockError, Point, Release, StageEntry};
 use tokio::io::AsyncBufReadExt;
 use tokio::sync::mpsc;
 
@@ -385,7 +385,8 @@ impl HolderProcess {
                 unreachable: number(unreachable, &answer)?,
             },
             ["not-owner"] => {
-                self.history.release_refused(&self.name);
+                self.history
+                    .release_failed(&self.name, &LockError::NotOwner);
                 return Ok(Released::NotOwner);
             }
             _ => {

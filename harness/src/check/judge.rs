@@ -26,45 +26,7 @@
 use std::time::{Duration, SystemTime};
 
 use super::{Finding, Verdict, sections};
-use crate::history::{Entry, History, Op, Phase, What};
-
-/// What the run set out with and ended with, from its setup and final
-/// entries.
-struct Reckoning<'a> {
-    lock_key: &'a str,
-    initial_stock: i64,
-    placed: &'a [String],
-    refused: &'a [String],
-}
-
-impl<'a> Reckoning<'a> {
-    fn of(entries: &'a [Entry]) -> Self {
-        let mut reckoning = Self {
-            lock_key: "",
-            initial_stock: 0,
-            placed: &[],
-            refused: &[],
-        };
-        for entry in entries {
-            match &entry.what {
-                What::Setup {
-                    lock_key, stock, ..
-                } => {
-                    reckoning.lock_key = lock_key;
-                    reckoning.initial_stock = *stock;
-                }
-                What::Final {
-                    placed, refused, ..
-                } => {
-                    reckoning.placed = placed;
-                    reckoning.refused = refused;
-                }
-                _ => {}
-            }
-        }
-        reckoning
-    }
-}
+use crate::history::{Entry, History, Op, Phase, What, setup};
 
 /// The request ids in `orders` (entries `seller request`), each with the
 /// sellers that charged it, in order of first charge.
@@ -87,7 +49,21 @@ fn charges_by_request(orders: &[String]) -> Vec<(&str, Vec<&str>)> {
 /// not show, the record wins and a line says so.
 pub fn judge(history: &History) -> (Verdict, Vec<String>) {
     let entries = history.entries();
-    let run = Reckoning::of(&entries);
+    let (_, initial_stock, _) = setup(&entries);
+    let lock_key = entries.iter().find_map(|e| match &e.what {
+        What::Setup { lock_key, .. } => Some(lock_key.as_str()),
+        _ => None,
+    });
+    let (placed, refused) = entries
+        .iter()
+        .find_map(|e| match &e.what {
+            What::Final {
+                placed, refused, ..
+            } => Some((placed.as_slice(), refused.as_slice())),
+            _ => None,
+        })
+        .unwrap_or_default();
+    let lock_key = lock_key.unwrap_or_default();
     let keys = history.keys();
     let mut verdict = Verdict::ok();
     let mut said = Vec::new();
@@ -96,17 +72,14 @@ pub fn judge(history: &History) -> (Verdict, Vec<String>) {
         said.push(line);
     };
 
-    let orders = i64::try_from(run.placed.len()).unwrap_or(i64::MAX);
-    if orders > run.initial_stock {
+    let orders = i64::try_from(placed.len()).unwrap_or(i64::MAX);
+    if orders > initial_stock {
         find(
             Finding::Oversold,
-            format!(
-                "OVERSOLD: {} orders for {} items",
-                orders, run.initial_stock
-            ),
+            format!("OVERSOLD: {} orders for {} items", orders, initial_stock),
         );
     }
-    for (request, sellers) in charges_by_request(run.placed) {
+    for (request, sellers) in charges_by_request(placed) {
         if sellers.len() > 1 {
             find(
                 Finding::Duplicate,
@@ -119,7 +92,7 @@ pub fn judge(history: &History) -> (Verdict, Vec<String>) {
         }
     }
     let mut retries_refused = Vec::new();
-    for (request, sellers) in charges_by_request(run.refused) {
+    for (request, sellers) in charges_by_request(refused) {
         retries_refused.push(format!(
             "the resource refused {request} again ({}): charged once, the retry recorded \
              as a duplicate",
@@ -173,7 +146,7 @@ pub fn judge(history: &History) -> (Verdict, Vec<String>) {
         let waited = ask.waited.as_millis();
         if !ask.granted
             && !ask.anyone_acquired
-            && keys.existed_throughout(run.lock_key, ask.from, ask.to)
+            && keys.existed_throughout(lock_key, ask.from, ask.to)
         {
             find(
                 Finding::Deadlock,
@@ -186,7 +159,7 @@ pub fn judge(history: &History) -> (Verdict, Vec<String>) {
         }
         if ask.granted
             && ask.held_already
-            && let Some(expiry) = keys.expired_then_retaken(run.lock_key, &ask.client)
+            && let Some(expiry) = keys.expired_then_retaken(lock_key, &ask.client)
         {
             find(
                 Finding::SelfBlocked,

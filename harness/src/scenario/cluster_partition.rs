@@ -33,6 +33,7 @@ use std::time::{Duration, Instant};
 
 use lockcore::{Description, StageEntry};
 
+use super::split_brain::{a_asks_the_cut_off_master, a_releases_late, b_buys_while_a_finishes};
 use super::{Recorded, Run, ScenarioEnv};
 use crate::error::{HarnessError, Result};
 use crate::topology::sentinel::wait_for_replication_info;
@@ -64,7 +65,6 @@ pub(super) fn not_applicable(stage: &Description) -> Option<&'static str> {
 pub(super) async fn run(stage: StageEntry, env: ScenarioEnv) -> Result<Recorded> {
     let (mut run, mut cluster) = Run::start_with_cluster(stage, env, STOCK).await?;
     run.facts.insert("slot", i64::from(cluster.slot));
-    let timing = run.env.timing;
     // 1. A is on master1's side of what is about to happen, B on the other.
     let a = run
         .factory
@@ -76,19 +76,7 @@ pub(super) async fn run(stage: StageEntry, env: ScenarioEnv) -> Result<Recorded>
     let cut_at = Instant::now();
 
     // 3. A asks master1 at once.
-    let held_a = match a.acquire(timing.patience()).await {
-        Ok(held) => held,
-        Err(HarnessError::Lock(e)) => {
-            run.narrate(format!("client-A's lock was REFUSED by master1: {e}"));
-            None
-        }
-        Err(other) => return Err(other),
-    };
-    run.facts.insert("a_acquired", i64::from(held_a.is_some()));
-    let read_a = match &held_a {
-        Some(held) => Some(a.read_stock(held).await?),
-        None => None,
-    };
+    let (held_a, read_a) = a_asks_the_cut_off_master(&mut run, &a, "master1").await?;
 
     // 4. How long master1 went on taking writes.
     wait_for_cluster_state(&run, MASTER, "fail", REFUSES_WITHIN).await?;
@@ -105,26 +93,8 @@ pub(super) async fn run(stage: StageEntry, env: ScenarioEnv) -> Result<Recorded>
         .factory
         .client_at("client-B", vec![cluster.url_of(&MAJORITY)])
         .await?;
-    let held_b = b.acquire(timing.patience()).await?;
-    run.facts.insert("b_acquired", i64::from(held_b.is_some()));
-    if let Some(held_b) = &held_b {
-        if held_a.is_some() {
-            run.narrate(
-                "TWO HOLDERS: client-A (granted by the cut-off master1) and client-B (by replica1, which the majority promoted)",
-            );
-        }
-        b.buy_one(held_b, timing.business).await?;
-    }
-
-    // 6. A, unaware of the partition, finishes its purchase.
-    if let (Some(held_a), Some(read_a)) = (&held_a, read_a) {
-        run.narrate("client-A, still believing it holds the lock, finishes its purchase");
-        a.sell(read_a, held_a).await?;
-    }
-    if let Some(held_b) = held_b {
-        // A refusal is already in the timeline.
-        let _ = b.release(&held_b).await?;
-    }
+    let two_holders = "TWO HOLDERS: client-A (granted by the cut-off master1) and client-B (by replica1, which the majority promoted)";
+    b_buys_while_a_finishes(&mut run, (&a, &held_a, read_a), &b, two_holders).await?;
 
     // 7. The heal, and the demotion of the old master.
     cluster.heal(&run);
@@ -149,11 +119,7 @@ pub(super) async fn run(stage: StageEntry, env: ScenarioEnv) -> Result<Recorded>
         "master1 is now a replica of replica1; its copy of client-A's lock is {}",
         if kept { "still there" } else { "GONE" }
     ));
-    if let Some(held_a) = &held_a
-        && let Err(e) = a.release(held_a).await
-    {
-        run.narrate(format!("client-A's release fails: {e}"));
-    }
+    a_releases_late(&run, &a, &held_a).await;
     cluster.stop_watching(&run);
     run.record().await
 }

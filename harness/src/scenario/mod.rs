@@ -194,13 +194,7 @@ pub const SCENARIOS: &[Scenario] = &[
     Scenario {
         name: "sentinel-failover",
         title: "the master dies before its replicas have the lock; the Sentinels promote one",
-        not_applicable: |stage| {
-            ensemble::redis_only(
-                stage,
-                "ZooKeeper: no Sentinels; the ensemble elects its own leader",
-            )
-            .or_else(|| sentinel_failover::not_applicable(stage))
-        },
+        not_applicable: sentinel_failover::not_applicable,
         record: |stage, env| {
             Box::pin(sentinel_failover::run(
                 stage,
@@ -212,25 +206,13 @@ pub const SCENARIOS: &[Scenario] = &[
     Scenario {
         name: "split-brain",
         title: "a partition cuts the master off from its replicas and Sentinels, but not from client-A",
-        not_applicable: |stage| {
-            ensemble::redis_only(
-                stage,
-                "ZooKeeper: no Sentinels; a member cut off from the majority serves no writes",
-            )
-            .or_else(|| split_brain::not_applicable(stage))
-        },
+        not_applicable: split_brain::not_applicable,
         record: |stage, env| Box::pin(split_brain::run(stage, env, split_brain::Mitigation::None)),
     },
     Scenario {
         name: "split-brain-min-replicas",
         title: "the same partition, with min-replicas-to-write 1 and min-replicas-max-lag 1 on the master",
-        not_applicable: |stage| {
-            ensemble::redis_only(
-                stage,
-                "ZooKeeper: no Sentinels; a member cut off from the majority serves no writes",
-            )
-            .or_else(|| split_brain::not_applicable(stage))
-        },
+        not_applicable: split_brain::not_applicable,
         record: |stage, env| {
             Box::pin(split_brain::run(
                 stage,
@@ -242,13 +224,7 @@ pub const SCENARIOS: &[Scenario] = &[
     Scenario {
         name: "sentinel-failover-wait",
         title: "the Sentinel failover, with client-A confirming its lock by WAIT 1 (as Redisson does)",
-        not_applicable: |stage| {
-            ensemble::redis_only(
-                stage,
-                "ZooKeeper: no Sentinels; the ensemble elects its own leader",
-            )
-            .or_else(|| sentinel_failover::not_applicable(stage))
-        },
+        not_applicable: sentinel_failover::not_applicable,
         record: |stage, env| {
             Box::pin(sentinel_failover::run(
                 stage,
@@ -260,13 +236,7 @@ pub const SCENARIOS: &[Scenario] = &[
     Scenario {
         name: "sentinel-failover-wait-other-replica",
         title: "WAIT 1 is answered by one replica, which dies with the master; the other is promoted",
-        not_applicable: |stage| {
-            ensemble::redis_only(
-                stage,
-                "ZooKeeper: no Sentinels; the ensemble elects its own leader",
-            )
-            .or_else(|| sentinel_failover::not_applicable(stage))
-        },
+        not_applicable: sentinel_failover::not_applicable,
         record: |stage, env| {
             Box::pin(sentinel_failover::run(
                 stage,

@@ -24,6 +24,7 @@ use tokio::time::Instant;
 use super::{Recorded, Run, ScenarioEnv};
 use crate::error::{HarnessError, Result};
 use crate::fault::Kind;
+use crate::fault::node::Proxies;
 
 pub(super) fn not_applicable(stage: &Description) -> Option<&'static str> {
     (stage.stage == 0).then_some("no lock command whose reply could be late")
@@ -41,20 +42,20 @@ fn millis(duration: Duration) -> i64 {
     i64::try_from(duration.as_millis()).unwrap_or(i64::MAX)
 }
 
+/// From now on every reply to client-A comes three TTLs late.
+fn delay_replies_to_a(run: &Run, proxies: &Proxies) {
+    let delay = run.env.timing.ttl * 3;
+    proxies.delay_replies("client-A", delay);
+    let what = format!("every reply to it is delayed {}ms", delay.as_millis());
+    run.history().fault_began("client-A", Kind::Delay, &what);
+}
+
 async fn on_redlock(stage: StageEntry, env: ScenarioEnv) -> Result<Recorded> {
     let mut run = Run::start(stage, env, 1).await?;
     let timing = run.env.timing;
     let proxies = run.put_proxies().await?;
     let asker = run.client("client-A").await?;
-    proxies.delay_replies("client-A", timing.ttl * 3);
-    run.factory.history.fault_began(
-        "client-A",
-        Kind::Delay,
-        &format!(
-            "every reply to it is delayed {}ms",
-            (timing.ttl * 3).as_millis()
-        ),
-    );
+    delay_replies_to_a(&run, &proxies);
 
     let started = Instant::now();
     let answer = asker.try_acquire().await?;
@@ -79,7 +80,7 @@ async fn on_redlock(stage: StageEntry, env: ScenarioEnv) -> Result<Recorded> {
     run.facts
         .insert("lock_keys_left", i64::try_from(left).unwrap_or(-1));
     proxies.heal("client-A");
-    run.factory.history.fault_ended("client-A", Kind::Delay);
+    run.history().fault_ended("client-A", Kind::Delay);
 
     let other = run.client("client-B").await?;
     let started = Instant::now();
@@ -115,15 +116,7 @@ async fn on_one_node(stage: StageEntry, env: ScenarioEnv) -> Result<Recorded> {
     if let Some(held) = asker.acquire(timing.patience()).await? {
         asker.release(&held).await?.answered()?;
     }
-    proxies.delay_replies("client-A", timing.ttl * 3);
-    run.factory.history.fault_began(
-        "client-A",
-        Kind::Delay,
-        &format!(
-            "every reply to it is delayed {}ms",
-            (timing.ttl * 3).as_millis()
-        ),
-    );
+    delay_replies_to_a(&run, &proxies);
 
     let ask = asker.try_acquire();
     let contend = async {
@@ -159,6 +152,6 @@ async fn on_one_node(stage: StageEntry, env: ScenarioEnv) -> Result<Recorded> {
         Err(other) => return Err(other),
     }
     proxies.heal("client-A");
-    run.factory.history.fault_ended("client-A", Kind::Delay);
+    run.history().fault_ended("client-A", Kind::Delay);
     run.record().await
 }

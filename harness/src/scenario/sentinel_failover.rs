@@ -38,7 +38,7 @@
 
 use std::time::Duration;
 
-use lockcore::StageEntry;
+use lockcore::{Description, StageEntry};
 
 use super::failover::{Stale, a_stale_b_on_new_master, note_lock_on_new_master};
 use super::{Recorded, Run, ScenarioEnv};
@@ -73,7 +73,12 @@ pub(super) enum Confirm {
     WaitOtherReplicaPromoted,
 }
 
-pub(super) use super::failover::not_applicable;
+/// Where the story does not apply: a consensus store has no Sentinels,
+/// and the plain failover's reasons hold here too.
+pub(super) fn not_applicable(stage: &Description) -> Option<&'static str> {
+    let reason = "ZooKeeper: no Sentinels; the ensemble elects its own leader";
+    super::ensemble::redis_only(stage, reason).or_else(|| super::failover::not_applicable(stage))
+}
 
 pub(super) async fn run(stage: StageEntry, env: ScenarioEnv, confirm: Confirm) -> Result<Recorded> {
     let (mut run, mut sentinels) = Run::start_with_sentinels(stage, env, STOCK, &[]).await?;

@@ -36,9 +36,10 @@
 
 use std::time::{Duration, Instant};
 
-use lockcore::StageEntry;
+use lockcore::{Acquired, Description, StageEntry};
 
 use super::{Recorded, Run, ScenarioEnv};
+use crate::client::Client;
 use crate::error::{HarnessError, Result};
 use crate::topology::sentinel::wait_for_replication_info;
 
@@ -64,7 +65,12 @@ pub(super) enum Mitigation {
     MinReplicas,
 }
 
-pub(super) use super::failover::not_applicable;
+/// Where the story does not apply: a consensus store has no Sentinels,
+/// and the plain failover's reasons hold here too.
+pub(super) fn not_applicable(stage: &Description) -> Option<&'static str> {
+    let reason = "ZooKeeper: no Sentinels; a member cut off from the majority serves no writes";
+    super::ensemble::redis_only(stage, reason).or_else(|| super::failover::not_applicable(stage))
+}
 
 pub(super) async fn run(
     stage: StageEntry,
@@ -82,7 +88,6 @@ pub(super) async fn run(
     };
     let (mut run, mut sentinels) =
         Run::start_with_sentinels_for_partition(stage, env, STOCK, master_args).await?;
-    let timing = run.env.timing;
     // 1. A is on the master's side of what is about to happen.
     let master_url = run.nodes[MASTER].url();
     let a = run.factory.client_at("client-A", vec![master_url]).await?;
@@ -109,21 +114,7 @@ pub(super) async fn run(
     }
 
     // 3. A asks the old master.
-    let held_a = match a.acquire(timing.patience()).await {
-        Ok(held) => held,
-        Err(HarnessError::Lock(e)) => {
-            run.narrate(format!(
-                "client-A's lock was REFUSED by the old master: {e}"
-            ));
-            None
-        }
-        Err(other) => return Err(other),
-    };
-    run.facts.insert("a_acquired", i64::from(held_a.is_some()));
-    let read_a = match &held_a {
-        Some(held) => Some(a.read_stock(held).await?),
-        None => None,
-    };
+    let (held_a, read_a) = a_asks_the_cut_off_master(&mut run, &a, "the old master").await?;
 
     // 4. The majority side decides.
     run.narrate("the harness waits for the Sentinels to fail over");
@@ -136,26 +127,8 @@ pub(super) async fn run(
 
     // 5. B asks the Sentinels for the master.
     let b = run.client("client-B").await?;
-    let held_b = b.acquire(timing.patience()).await?;
-    run.facts.insert("b_acquired", i64::from(held_b.is_some()));
-    if let Some(held_b) = &held_b {
-        if held_a.is_some() {
-            run.narrate(
-                "TWO HOLDERS: client-A (granted by the cut-off master) and client-B (by the one the Sentinels promoted)",
-            );
-        }
-        b.buy_one(held_b, timing.business).await?;
-    }
-
-    // 6. A, unaware of the partition, finishes its purchase.
-    if let (Some(held_a), Some(read_a)) = (&held_a, read_a) {
-        run.narrate("client-A, still believing it holds the lock, finishes its purchase");
-        a.sell(read_a, held_a).await?;
-    }
-    if let Some(held_b) = held_b {
-        // A refusal is already in the timeline.
-        let _ = b.release(&held_b).await?;
-    }
+    let two_holders = "TWO HOLDERS: client-A (granted by the cut-off master) and client-B (by the one the Sentinels promoted)";
+    b_buys_while_a_finishes(&mut run, (&a, &held_a, read_a), &b, two_holders).await?;
 
     // 7. The heal, and the demotion of the old master.
     sentinels.heal(&run).await?;
@@ -176,11 +149,69 @@ pub(super) async fn run(
         "the old master is now a replica of the new one; its copy of client-A's lock is {}",
         if kept { "still there" } else { "GONE" }
     ));
-    if let Some(held_a) = &held_a
+    a_releases_late(&run, &a, &held_a).await;
+    sentinels.stop_watching(&run);
+    run.record().await
+}
+
+/// Step 3 of a partition story: A asks the cut-off master (`master`, for
+/// the timeline) and, if granted, reads the stock. A refusal is part of the
+/// story (the master counts too few replicas), not an error.
+pub(super) async fn a_asks_the_cut_off_master(
+    run: &mut Run,
+    a: &Client,
+    master: &str,
+) -> Result<(Option<Acquired>, Option<i64>)> {
+    let held_a = match a.acquire(run.env.timing.patience()).await {
+        Ok(held) => held,
+        Err(HarnessError::Lock(e)) => {
+            run.narrate(format!("client-A's lock was REFUSED by {master}: {e}"));
+            None
+        }
+        Err(other) => return Err(other),
+    };
+    run.facts.insert("a_acquired", i64::from(held_a.is_some()));
+    let read_a = match &held_a {
+        Some(held) => Some(a.read_stock(held).await?),
+        None => None,
+    };
+    Ok((held_a, read_a))
+}
+
+/// Steps 5 and 6: B asks the side the majority promoted and buys; A,
+/// unaware of the partition, finishes the purchase it started from its
+/// read; then B gives its lock back. `two_holders` is said when both got in.
+pub(super) async fn b_buys_while_a_finishes(
+    run: &mut Run,
+    (a, held_a, read_a): (&Client, &Option<Acquired>, Option<i64>),
+    b: &Client,
+    two_holders: &str,
+) -> Result<()> {
+    let timing = run.env.timing;
+    let held_b = b.acquire(timing.patience()).await?;
+    run.facts.insert("b_acquired", i64::from(held_b.is_some()));
+    if let Some(held_b) = &held_b {
+        if held_a.is_some() {
+            run.narrate(two_holders);
+        }
+        b.buy_one(held_b, timing.business).await?;
+    }
+    if let (Some(held_a), Some(read_a)) = (held_a, read_a) {
+        run.narrate("client-A, still believing it holds the lock, finishes its purchase");
+        a.sell(read_a, held_a).await?;
+    }
+    if let Some(held_b) = held_b {
+        // A refusal is already in the timeline.
+        let _ = b.release(&held_b).await?;
+    }
+    Ok(())
+}
+
+/// After the heal: A's release, which may find its lock gone.
+pub(super) async fn a_releases_late(run: &Run, a: &Client, held_a: &Option<Acquired>) {
+    if let Some(held_a) = held_a
         && let Err(e) = a.release(held_a).await
     {
         run.narrate(format!("client-A's release fails: {e}"));
     }
-    sentinels.stop_watching(&run);
-    run.record().await
 }
