@@ -55,6 +55,19 @@ pub enum HarnessError {
     /// A node index past the run's nodes: a bug in the scenario.
     #[error("there is no lock node {0}")]
     NoNode(usize),
+    /// The harness broke one of its own rules (a story run without the
+    /// servers it starts, an answer its own resource never gives): a bug
+    /// in the harness, not a finding about the lock.
+    #[error("harness bug: {0}")]
+    Bug(String),
+    /// The explorer gave up: trial after trial could not even start.
+    #[error("{tried} trials in a row could not run; the last: {last}")]
+    TrialsFailed {
+        /// How many in a row.
+        tried: u32,
+        /// Why the last one could not.
+        last: Box<HarnessError>,
+    },
 }
 
 /// Results in the harness.

@@ -13,8 +13,9 @@
 
 use std::sync::Arc;
 
-use lockcore::{Acquired, DistributedLock, LockError, Release};
+use lockcore::{Acquired, DistributedLock, LockError};
 
+use crate::client::Released;
 use crate::error::Result;
 use crate::history::History;
 
@@ -49,10 +50,11 @@ impl LockGuard {
             .expect("a guard holds its lock until it is released")
     }
 
-    /// The normal way out: releases and waits for the answer.
-    pub async fn release(mut self) -> Result<Result<Release, LockError>> {
+    /// The normal way out: releases and waits for the answer. A refusal
+    /// (not the owner) is a result, [`Released::NotOwner`], as for a client.
+    pub async fn release(mut self) -> Result<Released> {
         let held = self.held.take().expect("released once");
-        Ok(release(self.lock.clone(), held, &self.client, &self.history).await)
+        release(self.lock.clone(), held, &self.client, &self.history).await
     }
 }
 
@@ -66,7 +68,7 @@ impl Drop for LockGuard {
         let (lock, client, history) =
             (self.lock.clone(), self.client.clone(), self.history.clone());
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
-            runtime.spawn(async move { release(lock, held, &client, &history).await });
+            runtime.spawn(async move { release(lock, held, &client, &history).await.ok() });
         }
     }
 }
@@ -77,12 +79,19 @@ async fn release(
     held: Acquired,
     client: &str,
     history: &History,
-) -> Result<Release, LockError> {
+) -> Result<Released> {
     history.release_sent(client);
-    let outcome = lock.release(&held).await;
-    match &outcome {
-        Ok(release) => history.released(client, *release),
-        Err(e) => history.release_failed(client, e),
+    match lock.release(&held).await {
+        Ok(release) => {
+            history.released(client, release);
+            Ok(Released::Answered(release))
+        }
+        Err(e) => {
+            history.release_failed(client, &e);
+            match e {
+                LockError::NotOwner => Ok(Released::NotOwner),
+                other => Err(other.into()),
+            }
+        }
     }
-    outcome
 }

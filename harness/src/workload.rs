@@ -337,7 +337,7 @@ impl Database {
                 (2, _) => Sale::Duplicate,
                 (_, Some(token)) => Sale::Rejected { token },
                 (other, None) => {
-                    return Err(crate::error::HarnessError::Unsupported(format!(
+                    return Err(crate::error::HarnessError::Bug(format!(
                         "the idempotent sale answered {other} to a purchase without a token"
                     )));
                 }

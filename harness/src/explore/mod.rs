@@ -289,9 +289,10 @@ pub async fn explore(
                 report.last_error = Some(e.to_string());
                 failed_in_a_row += 1;
                 if failed_in_a_row >= FAILED_TRIALS_IN_A_ROW {
-                    return Err(HarnessError::Unsupported(format!(
-                        "{FAILED_TRIALS_IN_A_ROW} trials in a row could not run; the last: {e}"
-                    )));
+                    return Err(HarnessError::TrialsFailed {
+                        tried: FAILED_TRIALS_IN_A_ROW,
+                        last: Box::new(e),
+                    });
                 }
             }
         }

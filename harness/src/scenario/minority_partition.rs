@@ -61,7 +61,7 @@ pub(super) async fn run(stage: StageEntry, mut env: ScenarioEnv) -> Result<Recor
     let cluster = run
         .ensemble
         .as_ref()
-        .ok_or_else(|| HarnessError::Unsupported("no consensus cluster in this run".into()))?;
+        .ok_or_else(|| HarnessError::Bug("no consensus cluster in this run".into()))?;
     let leader = cluster.leader(patience).await?;
     let cut = cluster.label(leader);
     let mut majority = cluster.urls();

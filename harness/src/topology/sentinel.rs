@@ -479,9 +479,8 @@ async fn follow(replica: &Node, master: SocketAddr) -> Result<()> {
 /// The container behind `node`, which a topology started with
 /// `by_network` has.
 fn docker_node(node: &Node) -> Result<&RedisContainer> {
-    node.container().ok_or_else(|| {
-        HarnessError::Unsupported(format!("{} is not a Docker container", node.label()))
-    })
+    node.container()
+        .ok_or_else(|| HarnessError::Bug(format!("{} is not a Docker container", node.label())))
 }
 
 /// Sets [`PERIODS`] on `sentinel`.
