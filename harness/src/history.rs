@@ -93,6 +93,17 @@ pub struct Detail {
     pub result: Option<String>,
 }
 
+impl Detail {
+    /// A completion that says `word` (with a number, for some).
+    pub fn word(word: &str, number: Option<i64>) -> Self {
+        Self {
+            result: Some(word.to_owned()),
+            number,
+            ..Self::default()
+        }
+    }
+}
+
 /// One line of the history.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum What {
@@ -385,16 +396,11 @@ impl History {
                 ),
             ),
         };
-        let number = match outcome {
+        let held = match outcome {
             Release::StillHeld(n) => Some(i64::from(n)),
             _ => None,
         };
-        let detail = Detail {
-            number,
-            result: Some(word.to_owned()),
-            ..Detail::default()
-        };
-        self.told(process, Op::Release, phase, detail, text);
+        self.told(process, Op::Release, phase, Detail::word(word, held), text);
     }
 
     /// `process`'s release failed with `error`: surely not done when the
@@ -412,11 +418,7 @@ impl History {
                 format!("release failed: {other}"),
             ),
         };
-        let detail = Detail {
-            result: Some(word),
-            ..Detail::default()
-        };
-        self.told(process, Op::Release, phase, detail, text);
+        self.told(process, Op::Release, phase, Detail::word(&word, None), text);
     }
 
     /// `process` left its critical section without releasing; `why`.

@@ -310,14 +310,12 @@ impl HolderProcess {
         };
         self.history.invoke(&self.name, Op::Read, invoke);
         let answer = self.ask("read").await?;
-        let stock = match answer.strip_prefix("stock ") {
-            Some(n) => number(n, &answer)?,
-            None => {
-                return Err(HarnessError::Holder(format!(
-                    "unexpected answer `{answer}`"
-                )));
-            }
+        let Some(stock) = answer.strip_prefix("stock ") else {
+            return Err(HarnessError::Holder(format!(
+                "unexpected answer `{answer}`"
+            )));
         };
+        let stock = number(stock, &answer)?;
         let read = Detail {
             number: Some(stock),
             ..Detail::default()
@@ -361,9 +359,7 @@ impl HolderProcess {
         };
         let done = Detail {
             token,
-            number: from,
-            result: Some(word.to_owned()),
-            ..Detail::default()
+            ..Detail::word(word, from)
         };
         self.history.complete(&self.name, Op::Sell, phase, done);
         self.history.timeline().record(&self.name, sale.to_string());

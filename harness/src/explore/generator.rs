@@ -351,7 +351,7 @@ impl Workload<'_> {
         let acquired = tokio::select! {
             acquired = self.within(Op::Acquire, name, holder.acquire(patience)) => acquired?,
             () = reconnect => {
-                let gave_up = word("gave up: a lock node restarted, reconnecting", None);
+                let gave_up = Detail::word("gave up: a lock node restarted, reconnecting", None);
                 self.history.complete(name, Op::Acquire, Phase::Info, gave_up);
                 return Err(Unknown);
             }
@@ -404,7 +404,7 @@ impl Workload<'_> {
             Err(_) => format!("no answer within {}ms", self.request_limit().as_millis()),
         };
         self.history
-            .complete(name, op, Phase::Info, word(&error, None));
+            .complete(name, op, Phase::Info, Detail::word(&error, None));
         Err(Unknown)
     }
 }
@@ -419,11 +419,3 @@ fn signal_pid(pid: u32, signal: Signal) -> Result<()> {
 
 /// An operation's outcome is unknown; the client's process is replaced.
 struct Unknown;
-
-fn word(result: &str, n: Option<i64>) -> Detail {
-    Detail {
-        result: Some(result.to_owned()),
-        number: n,
-        ..Detail::default()
-    }
-}

@@ -46,11 +46,6 @@ pub fn store_of(stage: &Description) -> Option<Store> {
     }
 }
 
-/// Whether `stage` keeps its lock in a ZooKeeper ensemble.
-pub fn on_zookeeper(stage: &Description) -> bool {
-    store_of(stage) == Some(Store::ZooKeeper)
-}
-
 /// Whether `stage` keeps its lock in a consensus store (ZooKeeper, etcd).
 pub fn on_consensus_store(stage: &Description) -> bool {
     store_of(stage).is_some()

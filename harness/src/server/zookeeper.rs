@@ -81,11 +81,6 @@ pub fn zookeeper_classpath() -> Result<String> {
     Ok(classpath)
 }
 
-/// Whether an ensemble can be started here.
-pub fn zookeeper_installed() -> bool {
-    zookeeper_classpath().is_ok()
-}
-
 /// A ZooKeeper ensemble of Java processes on loopback. Every member is
 /// killed when the ensemble is dropped, and when this process dies.
 #[derive(Debug)]
