@@ -231,7 +231,7 @@ impl Share {
 }
 
 fn seen(report: &StageReport) -> BTreeSet<Finding> {
-    report.found.keys().map(|c| *c).collect()
+    report.found.keys().copied().collect()
 }
 
 fn judge(
@@ -244,7 +244,7 @@ fn judge(
     let found = seen(report);
     // A fault kind is blamed only for what it did in trials the machine
     // did not disturb, and only for what contention alone does not do.
-    let undisturbed: BTreeSet<Finding> = report.found_undisturbed.iter().map(|c| *c).collect();
+    let undisturbed: BTreeSet<Finding> = report.found_undisturbed.iter().copied().collect();
     let blamed: BTreeSet<Finding> = if faulted {
         undisturbed.difference(baseline).copied().collect()
     } else {
