@@ -52,13 +52,6 @@
 //! - **Like Redisson,** an unlock stops the owner's renewal whatever its
 //!   outcome (deleted, not the owner, or an error), except when holds
 //!   remain.
-//! - **Fewer tries.** Redisson subscribes after a lost try, then tries
-//!   again before it sleeps. A client here that already listens counts
-//!   the unlock messages it hears, so a release after its first try cannot
-//!   go unnoticed, and that try is also its waiter's first: only a client
-//!   that was not listening yet tries twice. And the acquire script asks
-//!   `PTTL` before `HEXISTS` instead of `EXISTS` first: the same effects,
-//!   one command less for every waiter that loses.
 //!
 //! What it fixes: slow business (the watchdog keeps the lock as long as the
 //! holder lives, `tests/slow_business.rs`), a holder killed with `kill -9`
@@ -92,7 +85,7 @@
 pub mod fair;
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, LazyLock, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -104,7 +97,7 @@ use lockcore::{
 use redis::{RedisResult, Script};
 use tokio::sync::Notify;
 use tokio::task::JoinHandle;
-use tokio::time::{Instant, sleep};
+use tokio::time::{Instant, sleep, timeout};
 use uuid::Uuid;
 
 /// What this stage is, for listings and the harness.
@@ -112,7 +105,7 @@ pub const DESCRIPTION: Description = Description {
     stage: 6,
     name: "stage6",
     title: "Redisson-style: reentrant hash, watchdog renewal, pub/sub wait",
-    acquire_commands: "EVALSHA acquire (PTTL, HINCRBY field 1 + PEXPIRE | HEXISTS); SUBSCRIBE to wait; \
+    acquire_commands: "EVALSHA acquire (HINCRBY field 1, PEXPIRE | PTTL); SUBSCRIBE to wait; \
                        EVALSHA renew (HEXISTS, PEXPIRE) every watchdog/3",
     release_commands: "EVALSHA release (HINCRBY field -1, PEXPIRE | DEL, PUBLISH 0)",
     reentrant: true,
@@ -130,20 +123,14 @@ pub const UNLOCK_MESSAGE: &str = "0";
 /// holder's remaining time in milliseconds, so a waiter knows how long it
 /// may sleep at most.
 ///
-/// Redisson asks `EXISTS` first and `PTTL` last. `PTTL` first answers both
-/// questions at once (-2: no such key), so a waiter that loses pays three
-/// commands (`EVALSHA`, `PTTL`, `HEXISTS`) instead of four; the effects
-/// are the same.
-///
 /// `KEYS[1]` the lock name, `ARGV[1]` the lease in ms, `ARGV[2]` the owner.
 pub const ACQUIRE_SCRIPT: &str = r"
-local pttl = redis.call('pttl', KEYS[1])
-if pttl == -2 or redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
+if redis.call('exists', KEYS[1]) == 0 or redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
   redis.call('hincrby', KEYS[1], ARGV[2], 1)
   redis.call('pexpire', KEYS[1], ARGV[1])
   return nil
 end
-return pttl
+return redis.call('pttl', KEYS[1])
 ";
 // ANCHOR_END: acquire_script
 
@@ -335,45 +322,42 @@ impl RLock {
         lease: Option<Duration>,
     ) -> Result<Option<Acquired>, LockError> {
         let owner = self.current_owner();
-        // Counted among this client's waiters from the first lost try on.
-        let mut waiting = None;
+        // The fast path: the lock is free, or already ours.
+        if self.attempt(&owner, lease).await?.is_none() {
+            return self.took(owner, lease).await.map(Some);
+        }
+        if deadline.is_some_and(|deadline| Instant::now() >= deadline) {
+            return Ok(None);
+        }
+        // Someone else holds it. Count ourselves among the waiters and make
+        // sure the client listens *before* trying again: a release that
+        // lands between our failed try and the SUBSCRIBE would publish to
+        // nobody, and we would sleep through it.
+        let _waiting = self.unlocks.waiting();
         loop {
-            // What this client has heard on the lock's channel before this
-            // try, if it listens: a release that comes after the try is
-            // heard after this.
-            let mut heard = self.unlocks.heard();
-            if heard.is_none() && waiting.is_some() {
-                // Someone else holds the lock, and this client does not
-                // listen (its first wait, or its connection was lost).
-                // Listen *before* trying again: a release that lands
-                // between the try and the SUBSCRIBE would publish to
-                // nobody, and we would sleep through it.
-                self.listen().await?;
-                heard = self.unlocks.heard();
-            }
-            // The first try is the fast path: the lock is free, or ours.
+            self.listen().await?;
             let Some(holder_pttl) = self.attempt(&owner, lease).await? else {
                 return self.took(owner, lease).await.map(Some);
             };
-            let left = deadline.map(|deadline| deadline.saturating_duration_since(Instant::now()));
-            if left.is_some_and(|left| left.is_zero()) {
-                return Ok(None);
+            // Sleep until an unlock message wakes us, or until the holder's
+            // lock runs out on its own (a holder that died publishes
+            // nothing), or until our own deadline: whichever comes first.
+            // Then try once more.
+            let mut nap = u64::try_from(holder_pttl).ok().map(Duration::from_millis);
+            if let Some(deadline) = deadline {
+                let left = deadline.saturating_duration_since(Instant::now());
+                if left.is_zero() {
+                    return Ok(None);
+                }
+                nap = Some(nap.map_or(left, |nap| nap.min(left)));
             }
-            waiting.get_or_insert_with(|| self.unlocks.waiting());
-            let Some(heard) = heard else {
-                continue; // not listening when we tried: listen, try again
-            };
-            // Sleep until an unlock message heard after our try, or until
-            // the holder's lock runs out on its own (a holder that died
-            // publishes nothing), or until our own deadline: whichever
-            // comes first. Then try once more.
-            let pttl = u64::try_from(holder_pttl).ok().map(Duration::from_millis);
-            let nap = match (pttl, left) {
-                (Some(pttl), Some(left)) => Some(pttl.min(left)),
-                (pttl, None) => pttl,
-                (None, left) => left,
-            };
-            self.unlocks.heard_after(heard, nap).await;
+            let woken = self.unlocks.signals.wake.notified();
+            match nap {
+                Some(nap) => {
+                    let _ = timeout(nap, woken).await;
+                }
+                None => woken.await,
+            }
         }
     }
     // ANCHOR_END: wait
@@ -449,10 +433,6 @@ impl RLock {
         // failure below leaves nothing that looks like a live subscription,
         // and the next wait tries again instead of sleeping on a dead ear.
         *subscriber = None;
-        self.unlocks
-            .signals
-            .listening
-            .store(false, Ordering::SeqCst);
         let mut conn = self
             .setup
             .subscriber(self.url(), move |heard| signals.heard(&channel, heard))
@@ -460,7 +440,6 @@ impl RLock {
         self.unlocks.signals.lost.store(false, Ordering::SeqCst);
         conn.subscribe(&self.channel).await?;
         *subscriber = Some(conn);
-        self.unlocks.signals.listening.store(true, Ordering::SeqCst);
         Ok(())
     }
     // ANCHOR_END: listen
@@ -640,13 +619,8 @@ struct Unlocks {
 struct Signals {
     /// Woken once per unlock message: one waiter tries, the others sleep on.
     wake: Notify,
-    /// How many unlock messages (and lost connections) this client has
-    /// heard: a waiter compares it with what it was before its last try.
-    heard: AtomicU64,
     /// How many of this client's tasks are waiting.
     waiting: AtomicUsize,
-    /// Whether the subscription is up.
-    listening: AtomicBool,
     /// The subscriber connection was lost: the next wait opens a new one.
     lost: AtomicBool,
 }
@@ -662,7 +636,6 @@ impl Signals {
                 // One release frees the lock for one owner: wake one waiter.
                 // With nobody waiting there is nobody to wake (our own
                 // release comes back to us too).
-                self.heard.fetch_add(1, Ordering::SeqCst);
                 if self.waiting.load(Ordering::SeqCst) > 0 {
                     self.wake.notify_one();
                 }
@@ -671,10 +644,9 @@ impl Signals {
             Heard::Disconnected => {
                 // Every waiter wakes, listens again on a new connection, and
                 // tries: a release may have gone unheard.
-                self.listening.store(false, Ordering::SeqCst);
                 self.lost.store(true, Ordering::SeqCst);
-                self.heard.fetch_add(1, Ordering::SeqCst);
                 self.wake.notify_waiters();
+                self.wake.notify_one();
             }
         }
     }
@@ -685,38 +657,6 @@ impl Unlocks {
     fn waiting(&self) -> Waiting<'_> {
         self.signals.waiting.fetch_add(1, Ordering::SeqCst);
         Waiting(&self.signals)
-    }
-
-    /// How many messages this client has heard so far; `None` when it does
-    /// not listen, and would hear nothing.
-    fn heard(&self) -> Option<u64> {
-        let signals = &self.signals;
-        let listening = signals.listening.load(Ordering::SeqCst);
-        listening.then(|| signals.heard.load(Ordering::SeqCst))
-    }
-
-    /// Returns once this client has heard more than `heard` messages, or
-    /// `nap` has passed. A wake-up left over from before (`Notify` keeps
-    /// one when nobody sleeps) finds nothing new heard, and sleeps on.
-    async fn heard_after(&self, heard: u64, nap: Option<Duration>) {
-        let until = nap.map(|nap| Instant::now() + nap);
-        loop {
-            let woken = self.signals.wake.notified();
-            tokio::pin!(woken);
-            // Registered before looking, so a message after the look wakes us.
-            woken.as_mut().enable();
-            if self.signals.heard.load(Ordering::SeqCst) != heard {
-                return;
-            }
-            match until {
-                Some(until) => {
-                    if tokio::time::timeout_at(until, woken).await.is_err() {
-                        return;
-                    }
-                }
-                None => woken.await,
-            }
-        }
     }
 }
 
