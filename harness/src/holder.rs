@@ -287,6 +287,8 @@ impl HolderProcess {
     /// wait for the answer: a waiter to kill or freeze while it waits. Ask
     /// this holder nothing more (its answer would come first).
     pub fn start_waiting(&mut self, wait: Duration) -> Result<()> {
+        self.history
+            .invoke(&self.name, Op::Acquire, Detail::default());
         writeln!(self.stdin, "acquire {}", wait.as_millis())
             .and_then(|()| self.stdin.flush())
             .map_err(|e| HarnessError::Holder(format!("{}: cannot ask: {e}", self.name)))?;

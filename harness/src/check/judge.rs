@@ -50,10 +50,13 @@ fn charges_by_request(orders: &[String]) -> Vec<(&str, Vec<&str>)> {
 pub fn judge(history: &History) -> (Verdict, Vec<String>) {
     let entries = history.entries();
     let (_, initial_stock, _) = setup(&entries);
-    let lock_key = entries.iter().find_map(|e| match &e.what {
-        What::Setup { lock_key, .. } => Some(lock_key.as_str()),
-        _ => None,
-    });
+    let lock_key = entries
+        .iter()
+        .find_map(|e| match &e.what {
+            What::Setup { lock_key, .. } => Some(lock_key.as_str()),
+            _ => None,
+        })
+        .unwrap_or_default();
     let (placed, refused) = entries
         .iter()
         .find_map(|e| match &e.what {
@@ -63,7 +66,6 @@ pub fn judge(history: &History) -> (Verdict, Vec<String>) {
             _ => None,
         })
         .unwrap_or_default();
-    let lock_key = lock_key.unwrap_or_default();
     let keys = history.keys();
     let mut verdict = Verdict::ok();
     let mut said = Vec::new();
@@ -343,20 +345,10 @@ mod tests {
     const KEY: &str = "lock:stock";
     const PATIENCE: Duration = Duration::from_millis(900);
 
-    /// A history set up as a run's is, with `stock` items and these orders.
+    /// A history set up as a run's is, with `stock` items.
     fn history(stock: i64) -> History {
         let history = History::new(Timeline::new());
-        history.push(
-            "harness",
-            What::Setup {
-                stage: "stage3".into(),
-                ttl: Duration::from_millis(300),
-                stock,
-                lock_nodes: vec!["lock".into()],
-                fencing: "reads-and-writes",
-                lock_key: KEY.into(),
-            },
-        );
+        history.push("harness", crate::check::tests::setup(stock));
         history
     }
 

@@ -205,18 +205,7 @@ pub(crate) mod tests {
     impl Script {
         pub(crate) fn new(stock: i64) -> Self {
             let mut script = Self(Vec::new());
-            script.push(
-                0,
-                "harness",
-                What::Setup {
-                    stage: "stage3".into(),
-                    ttl: Duration::from_millis(300),
-                    stock,
-                    lock_nodes: vec!["lock".into()],
-                    fencing: "reads-and-writes",
-                    lock_key: "lock:stock".into(),
-                },
-            );
+            script.push(0, "harness", setup(stock));
             script
         }
 
@@ -285,6 +274,19 @@ pub(crate) mod tests {
 
         pub(crate) fn history(self) -> History {
             History::of(self.0)
+        }
+    }
+
+    /// How the tests' runs are set up: stage 3 on one node, a 300 ms TTL,
+    /// `stock` items.
+    pub(crate) fn setup(stock: i64) -> What {
+        What::Setup {
+            stage: "stage3".into(),
+            ttl: Duration::from_millis(300),
+            stock,
+            lock_nodes: vec!["lock".into()],
+            fencing: "reads-and-writes",
+            lock_key: "lock:stock".into(),
         }
     }
 

@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 
 use super::{Finding, Verdict, judge};
-use crate::history::{History, Recorded};
+use crate::history::Recorded;
 use crate::observe::Timeline;
 
 /// What a run saw.
@@ -16,8 +16,6 @@ pub struct Outcome {
     pub facts: BTreeMap<&'static str, i64>,
     /// Everything that happened, in words.
     pub timeline: Timeline,
-    /// Everything that happened, as the checkers read it.
-    pub history: History,
 }
 
 impl Outcome {
@@ -35,7 +33,6 @@ impl Outcome {
             verdict,
             facts,
             timeline,
-            history,
         }
     }
 
