@@ -14,7 +14,11 @@
 //!
 //! The clients also say when the moments a nemesis aims at happen: a client
 //! was granted the lock, a client read the stock ([`Slots::read_after`]).
-//! They only say it; what to do then is the nemesis's business.
+//! They only say it; what to do then is the nemesis's business. One moment
+//! cannot be reported in time, because it lasts a millisecond: the lock is
+//! free and its last holder is about to ask again. For that a client can be
+//! stopped before its next acquire ([`Slot::stop_before_next_acquire`]), so
+//! that a fault is in place when that request goes out.
 
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
@@ -22,7 +26,7 @@ use std::time::Duration;
 
 use lockcore::{Point, Release};
 use std::sync::atomic::AtomicU64;
-use tokio::sync::Notify;
+use tokio::sync::{Notify, oneshot};
 use tokio::time::{Instant, sleep, sleep_until, timeout};
 
 use super::rng::Rng;
@@ -53,6 +57,24 @@ pub(crate) struct Slot {
     read: Mutex<Option<Read>>,
     /// The moment its last release came back.
     released: AtomicU64,
+    /// Set: the client stops before its next acquire, says so, and goes on
+    /// when told to.
+    gate: Mutex<Option<Gate>>,
+}
+
+/// Where a client stopped before its next acquire waits to go on.
+#[derive(Debug)]
+struct Gate {
+    arrived: oneshot::Sender<()>,
+    open: oneshot::Receiver<()>,
+}
+
+/// The nemesis's side of a [`Gate`]: when the client has stopped, and how
+/// to let it go (dropping it lets the client go too).
+#[derive(Debug)]
+pub(crate) struct Stopped {
+    pub(crate) arrived: oneshot::Receiver<()>,
+    pub(crate) open: oneshot::Sender<()>,
 }
 
 /// A client's read of the stock inside its critical section: the moment
@@ -85,6 +107,29 @@ impl Slot {
     pub(crate) fn stay_until(&self, until: Instant) {
         *lock(&self.stay) = Some(until);
         self.stay_moved.notify_waiters();
+    }
+
+    /// Stops the client before its next acquire: right after the release
+    /// of the section it is in, when the lock it held is free and nobody
+    /// has asked for it yet.
+    pub(crate) fn stop_before_next_acquire(&self) -> Stopped {
+        let (arrived, arrived_rx) = oneshot::channel();
+        let (open_tx, open) = oneshot::channel();
+        *lock(&self.gate) = Some(Gate { arrived, open });
+        Stopped {
+            arrived: arrived_rx,
+            open: open_tx,
+        }
+    }
+
+    /// Stops here if the nemesis asked for it, until it lets the client go
+    /// (or gives up on it).
+    async fn pass_gate(&self) {
+        let gate = lock(&self.gate).take();
+        if let Some(gate) = gate {
+            let _ = gate.arrived.send(());
+            let _ = gate.open.await;
+        }
     }
 
     /// Waits until the time set by [`Slot::stay_until`], which may move
@@ -312,6 +357,7 @@ impl Workload<'_> {
                 drop(holder);
                 holder = self.spawn(&name, state)?;
             }
+            state.pass_gate().await;
             let purchase = self.one_purchase(slot, &name, &mut holder, &mut rng);
             if let Err(Unknown) = purchase.await {
                 state.inside.store(false, Ordering::SeqCst);

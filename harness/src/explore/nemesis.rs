@@ -12,9 +12,13 @@
 //! read and the write, as a GC pause or a crash would hurt most. A freeze
 //! that outlives the lock ends soon after another client has taken the
 //! lock and read, so that the frozen client's write races the new holder's.
+//! A delay waits for the holder's release and holds every reply to it from
+//! its next request on, which is the first to ask for the free lock.
 //! A failover holds replication back just after a release, and fails over
 //! inside the critical section of the first lock granted after that: the lock, and stage 8's
-//! fencing counter, exist only on the master that dies.
+//! fencing counter, exist only on the master that dies. A holder whose lock
+//! a node fault took stays inside until another client has read under the
+//! lock it lost, so that its write races the new holder's.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
@@ -22,10 +26,10 @@ use std::time::Duration;
 use futures_util::future::join_all;
 use lockcore::{Description, Point};
 use tokio::sync::Mutex;
-use tokio::time::{Instant, sleep_until};
+use tokio::time::{Instant, sleep_until, timeout};
 
 use super::generator::{Read, Slots};
-use super::schedule::{AIM_TTLS, Fault, Kind, Schedule, client_name};
+use super::schedule::{AIM_TTLS, CAUGHT_TTLS, Fault, Kind, Schedule, client_name};
 use crate::error::Result;
 use crate::history::History;
 use crate::process::Signal;
@@ -92,32 +96,47 @@ impl<'a> Nemesis<'a> {
     /// One fault: aim, strike, and end it when it lasts.
     async fn play_one(&self, i: usize, fault: &Fault, start: Instant) {
         sleep_until(start + fault.at).await;
-        if fault.kind == Kind::Failover {
-            // Held just after a release: the lock is free on both nodes
-            // (a release held back would leave the replica a stale key),
-            // and the next grant comes after the hold.
-            let now = self.slots.moment();
-            let until = Instant::now() + self.ttl * AIM_TTLS;
-            let _ = self.slots.released_after(now, until).await;
-            self.hold_replication(i, fault).await;
-        }
-        let since = self.slots.moment();
+        let since = if fault.kind == Kind::Failover {
+            self.hold_replication(i, fault).await
+        } else {
+            self.slots.moment()
+        };
         let read = self.aim(fault, since).await;
-        let target = match (fault.kind, read) {
-            // A delay strikes a client waiting for the lock another holds.
-            (Kind::Delay, _) => fault.client,
-            (_, Some(read)) => read.client,
-            (_, None) => self.slots.holder_else(fault.client),
+        let target = match read {
+            Some(read) => read.client,
+            None => self.slots.holder_else(fault.client),
         };
         if let Some(read) = read {
+            let strikes_inside = !matches!(
+                fault.kind,
+                Kind::SlowWork | Kind::StallRelease | Kind::Delay
+            );
+            if strikes_inside {
+                // Its section lasts until the strike at least: a short one
+                // would be over, and the fault would land in the next.
+                self.slots.get(read.client).stay_until(read.at + fault.into);
+            }
             sleep_until(read.at + fault.into).await;
+        }
+        // A delay strikes as its client asks for the lock again, just after
+        // its release: the lock is free and that request comes first, so
+        // it is the one that wins while its answer is lost.
+        let mut stopped =
+            (fault.kind == Kind::Delay).then(|| self.slots.get(target).stop_before_next_acquire());
+        if let Some(stopped) = &mut stopped {
+            let _ = timeout(self.ttl * AIM_TTLS, &mut stopped.arrived).await;
         }
         let struck = Struck {
             target,
             name: client_name(target),
             at: Instant::now(),
         };
+        let since = self.slots.moment();
         let result = self.strike(fault, &struck).await;
+        if let Some(stopped) = stopped {
+            // Its replies are held now: it may go on.
+            let _ = stopped.open.send(());
+        }
         let text = match &result {
             Ok(()) => fault.as_struck(&struck.name),
             Err(e) => format!("{} (failed: {e})", fault.as_struck(&struck.name)),
@@ -138,21 +157,39 @@ impl<'a> Nemesis<'a> {
             self.wait_for_end(fault, &struck).await;
             self.end(i, fault, &struck.name).await;
         }
+        if !fault.kind.aims_at_a_client() {
+            let caught = result.is_ok().then_some(since);
+            self.leave_when_caught(fault, &struck, caught).await;
+        }
+    }
+
+    /// A holder whose lock a node fault took stays inside until another
+    /// client has read under the lock it lost (`since` the fault began),
+    /// and [`Fault::then`] more: its stale write then races the new
+    /// holder's. It leaves after [`CAUGHT_TTLS`] half TTLs if nobody reads,
+    /// and at once if the fault failed (`None`).
+    async fn leave_when_caught(&self, fault: &Fault, struck: &Struck, since: Option<u64>) {
+        let slot = self.slots.get(struck.target);
+        let Some(since) = since else {
+            slot.stay_until(Instant::now());
+            return;
+        };
+        let other = |read: &Read| read.client != struck.target;
+        let latest = Instant::now() + self.ttl * CAUGHT_TTLS / 2;
+        match self.slots.read_after(since, other, latest).await {
+            Some(read) => slot.stay_until(read.at + fault.then),
+            None => slot.stay_until(Instant::now()),
+        }
     }
 
     /// The read the fault aims at: the preferred client's if it comes
-    /// within half the aiming time, else anyone's (for a delay: anyone but
-    /// the client it strikes, who is then waiting for the lock); `None` if
-    /// no client read within it. Node faults aim at a reader too: they
+    /// within half the aiming time, else anyone's; `None` if no client
+    /// read within it. Node faults aim at a reader too: they
     /// take the lock from under it.
     async fn aim(&self, fault: &Fault, since: u64) -> Option<Read> {
         let now = Instant::now();
         let (half, whole) = (now + self.ttl * AIM_TTLS / 2, now + self.ttl * AIM_TTLS);
         let fresh = |read: &Read| read.granted > since;
-        if fault.kind == Kind::Delay {
-            let other = |read: &Read| read.client != fault.client;
-            return self.slots.read_after(since, other, whole).await;
-        }
         if fault.kind == Kind::Failover || fault.at.is_zero() {
             // The first lock granted after replication was held (or, at
             // the trial's start, the first lock): a later one would take
@@ -187,13 +224,35 @@ impl<'a> Nemesis<'a> {
         }
     }
 
-    async fn hold_replication(&self, i: usize, fault: &Fault) {
+    /// Holds replication back just after a release, so that the lock is
+    /// free on both nodes (a release held back would leave the replica a
+    /// stale key) and the next grant reaches the master alone. A grant can
+    /// slip in between the release and the hold: then the replica has the
+    /// key, the link is opened again and the next release tried, while the
+    /// aiming time lasts. Returns the moment of the release: a grant after
+    /// it is the one the failover takes.
+    async fn hold_replication(&self, i: usize, fault: &Fault) -> u64 {
+        let until = Instant::now() + self.ttl * AIM_TTLS;
+        let mut released = self.slots.moment();
         if let Some(link) = self.link {
-            link.hold();
+            loop {
+                let now = self.slots.moment();
+                let came = self.slots.released_after(now, until).await;
+                released = self.slots.moment();
+                link.hold();
+                let run = self.run.lock().await;
+                let taken = run.lock_key_exists(1).await.unwrap_or(false);
+                drop(run);
+                if !taken || !came || Instant::now() >= until {
+                    break;
+                }
+                link.heal();
+            }
         }
         let text = "replication held back: nothing the master sends reaches the replica";
         self.history.nemesis(i, fault.kind, "start", None, text);
         self.narrate(format!("nemesis #{i}: {text}")).await;
+        released
     }
 
     async fn strike(&self, fault: &Fault, struck: &Struck) -> Result<()> {
@@ -218,7 +277,7 @@ impl<'a> Nemesis<'a> {
                 Ok(())
             }
             Kind::Restart => {
-                let _inside = self.keep_inside(target, fault.then);
+                self.keep_inside(target);
                 let mut run = self.run.lock().await;
                 for &node in &fault.nodes {
                     run.restart_node(node, self.proxies).await?;
@@ -227,7 +286,7 @@ impl<'a> Nemesis<'a> {
                 Ok(())
             }
             Kind::ClockJump => {
-                let _inside = self.keep_inside(target, fault.then);
+                self.keep_inside(target);
                 let run = self.run.lock().await;
                 for &node in &fault.nodes {
                     // With a replica, the lock lives where the master is now.
@@ -241,19 +300,19 @@ impl<'a> Nemesis<'a> {
                 Ok(())
             }
             Kind::Failover => {
-                let _inside = self.keep_inside(target, fault.then);
+                self.keep_inside(target);
                 self.fail_over().await
             }
         }
     }
 
     /// Keeps `target` inside its critical section while a node fault is
-    /// under way (a few TTLs at most), and `then` longer once it is done,
-    /// so that the lock it lost can be taken while it still works.
-    fn keep_inside(&self, target: usize, then: Duration) -> impl Drop + '_ {
-        let slot = self.slots.get(target);
-        slot.stay_until(Instant::now() + self.ttl * 3);
-        Inside(move || slot.stay_until(Instant::now() + then))
+    /// under way (a few TTLs at most), until
+    /// [`leave_when_caught`](Self::leave_when_caught) lets it go.
+    fn keep_inside(&self, target: usize) {
+        self.slots
+            .get(target)
+            .stay_until(Instant::now() + self.ttl * 3);
     }
 
     async fn end(&self, i: usize, fault: &Fault, target: &str) {
@@ -298,16 +357,6 @@ impl<'a> Nemesis<'a> {
             let _ = self.slots.signal(slot, Signal::Continue);
             self.proxies.heal(&client_name(slot));
         }
-    }
-}
-
-/// Runs its closure when dropped: when a node fault is over, however it
-/// ended.
-struct Inside<F: FnMut()>(F);
-
-impl<F: FnMut()> Drop for Inside<F> {
-    fn drop(&mut self) {
-        (self.0)();
     }
 }
 

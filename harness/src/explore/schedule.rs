@@ -68,8 +68,7 @@ pub struct Fault {
     /// What kind.
     pub kind: Kind,
     /// The client it prefers: it waits a while for this client's next
-    /// critical section before it takes whichever comes (a delay strikes
-    /// this client while another holds the lock).
+    /// critical section before it takes whichever comes.
     pub client: usize,
     /// The lock nodes it hits (node faults and partitions).
     pub nodes: Vec<usize>,
@@ -81,10 +80,9 @@ pub struct Fault {
     /// How long after the aimed holder's read of the stock it strikes:
     /// usually between that read and the write that follows it.
     pub into: Duration,
-    /// A long freeze: how long after the next holder's read the frozen
-    /// client is thawed (so that its stale write races the new holder's).
-    /// A node fault: how much longer the struck holder stays inside once
-    /// the fault is done, so that the lock it lost can be taken meanwhile.
+    /// How long after the next holder's read the struck client goes on:
+    /// a long freeze thaws it then; a node fault keeps its holder inside
+    /// until then. Either way its stale write races the new holder's.
     pub then: Duration,
 }
 
@@ -120,11 +118,15 @@ impl Fault {
     /// holder's read.
     pub fn latest_end(&self, ttl: Duration) -> Duration {
         let struck = self.at + ttl * AIM_TTLS + self.into;
+        let caught = ttl * CAUGHT_TTLS / 2 + self.then;
         struck
             + match self.kind {
                 Kind::Freeze if self.outlives(ttl) => self.length + ttl / 2 + self.then,
-                // It first waits for a read to hold replication at.
-                Kind::Failover => ttl * AIM_TTLS + self.then,
+                Kind::Restart | Kind::ClockJump => caught,
+                // It first waits for a release to hold replication at.
+                Kind::Failover => ttl * AIM_TTLS + caught,
+                // It first waits for its holder's release.
+                Kind::Delay => ttl * AIM_TTLS + self.length,
                 _ => self.length.max(self.then),
             }
     }
@@ -153,7 +155,8 @@ impl Fault {
             Kind::StallRelease => write!(f, "{holder}'s release stalls {ms}ms"),
             Kind::Delay => write!(
                 f,
-                "replies to {holder} held {ms}ms, for {ms}ms, while another client holds the lock"
+                "replies to {holder} held {ms}ms, for {ms}ms, from its first request after its \
+                 release (the lock is free)"
             ),
             Kind::Cut => write!(
                 f,
@@ -162,18 +165,18 @@ impl Fault {
             Kind::Restart => write!(
                 f,
                 "lock node(s) {nodes} restart empty {into}ms after {holder}'s read; it stays \
-                 inside until then and {then}ms more"
+                 inside until {then}ms after the next holder's read"
             ),
             Kind::Failover => write!(
                 f,
                 "replication held after a release; {into}ms after the read of {holder} \
                  granted after that, the master killed and the replica promoted; it stays \
-                 inside until then and {then}ms more"
+                 inside until {then}ms after the next holder's read"
             ),
             Kind::ClockJump => write!(
                 f,
                 "lock node(s) {nodes} jump {ms}ms forward {into}ms after {holder}'s read; it \
-                 stays inside until then and {then}ms more"
+                 stays inside until {then}ms after the next holder's read"
             ),
         }
     }
@@ -206,6 +209,11 @@ pub const TRIAL_TTLS: u32 = 6;
 pub const LATEST_START_TTLS: u64 = 1;
 /// How long, in TTLs, a fault waits at most for the holder it aims at.
 pub const AIM_TTLS: u32 = 1;
+/// How long, in half TTLs, a holder whose lock a node fault took stays
+/// inside at most, waiting for another client to read under it: longer
+/// than a waiter of stage 6 sleeps (up to the TTL it last saw) when the
+/// lock vanished with no release to wake it.
+pub const CAUGHT_TTLS: u32 = 3;
 const MAX_FAULTS: u64 = 3;
 
 /// A trial's faults, in time order. Each keeps its number in the full
@@ -227,12 +235,15 @@ impl Schedule {
         for _ in 0..count {
             let kind = shape.kinds[rng.index(shape.kinds.len())];
             let at = ms(rng.between(ttl / 4, LATEST_START_TTLS * ttl));
-            // A restart one time in three aims at the trial's first
-            // critical section: stage 8's fencing counter then starts
-            // again at the token its holder has, which the resource cannot
-            // tell from the holder's own (later, it starts below the
-            // tokens the resource has seen, and is refused as stale).
-            let at = if kind == Kind::Restart && rng.between(0, 2) == 0 {
+            // A restart, three times in four, aims at the trial's first
+            // critical section (unless another fault already does): stage 8's fencing counter
+            // then starts again at the token its holder has, which the
+            // resource cannot tell from the holder's own (later, it starts
+            // below the tokens the resource has seen, and is refused as
+            // stale). Only one fault aims there: a second restart would
+            // send the counter back again.
+            let first_restart = kind == Kind::Restart && faults.iter().all(|f| !f.at.is_zero());
+            let at = if first_restart && rng.between(0, 3) > 0 {
                 Duration::ZERO
             } else {
                 at
@@ -268,14 +279,14 @@ impl Schedule {
                 Kind::Restart => (
                     pick(&mut rng, shape.nodes, majority(shape.nodes)),
                     Duration::ZERO,
-                    still_inside(&mut rng, ttl),
+                    ms(rng.between(0, ttl / 15)),
                 ),
                 Kind::ClockJump => (
                     pick(&mut rng, shape.nodes, majority(shape.nodes)),
                     ms(rng.between(ttl, 2 * ttl)),
-                    still_inside(&mut rng, ttl),
+                    ms(rng.between(0, ttl / 15)),
                 ),
-                Kind::Failover => (vec![0], Duration::ZERO, still_inside(&mut rng, ttl)),
+                Kind::Failover => (vec![0], Duration::ZERO, ms(rng.between(0, ttl / 15))),
             };
             faults.push(Fault {
                 at,
@@ -350,13 +361,6 @@ fn around_ttl(rng: &mut Rng, ttl: u64) -> Duration {
     } else {
         ms(rng.between(ttl * 11 / 10, 2 * ttl))
     }
-}
-
-/// How much longer a holder hit by a node fault works: a third to two
-/// thirds of the TTL, long enough for another client to take the lost
-/// lock meanwhile, never so long that the lock would expire anyway.
-fn still_inside(rng: &mut Rng, ttl: u64) -> Duration {
-    ms(rng.between(ttl / 3, ttl * 2 / 3))
 }
 
 fn majority(nodes: usize) -> usize {
