@@ -91,6 +91,13 @@ pub(crate) struct Read {
     pub(crate) granted: u64,
 }
 
+impl Read {
+    /// The critical section it was made in: its client and its grant.
+    pub(crate) fn section(&self) -> (usize, u64) {
+        (self.client, self.granted)
+    }
+}
+
 impl Slot {
     /// Its next critical section (or the one it is in) works `extra` longer.
     pub(crate) fn slow_next(&self, extra: Duration) {
@@ -191,6 +198,18 @@ impl Slots {
         let moment = self.next_moment();
         self.get(index).granted.store(moment, Ordering::SeqCst);
         self.1.changed.notify_waiters();
+    }
+
+    /// The moment client `index` was last granted the lock.
+    pub(crate) fn granted_to(&self, index: usize) -> u64 {
+        self.get(index).granted.load(Ordering::SeqCst)
+    }
+
+    /// Whether the client that made `read` is still in the critical
+    /// section it made it in.
+    pub(crate) fn still_in(&self, read: &Read) -> bool {
+        let slot = self.get(read.client);
+        slot.inside.load(Ordering::SeqCst) && slot.granted.load(Ordering::SeqCst) == read.granted
     }
 
     /// Client `index` read the stock.

@@ -20,6 +20,7 @@
 //! a node fault took stays inside until another client has read under the
 //! lock it lost, so that its write races the new holder's.
 
+use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
@@ -47,6 +48,9 @@ pub(crate) struct Nemesis<'a> {
     ttl: Duration,
     /// The node the single-node lock lives on (1 after a failover).
     lock_node: AtomicUsize,
+    /// The critical sections some fault has aimed at (client, moment of
+    /// its grant): each fault strikes a section of its own.
+    claimed: std::sync::Mutex<BTreeSet<(usize, u64)>>,
 }
 
 /// Whom a fault struck, and from when.
@@ -73,6 +77,7 @@ impl<'a> Nemesis<'a> {
             history,
             ttl,
             lock_node: AtomicUsize::new(0),
+            claimed: std::sync::Mutex::default(),
         }
     }
 
@@ -104,7 +109,17 @@ impl<'a> Nemesis<'a> {
         let read = self.aim(fault, since).await;
         let target = match read {
             Some(read) => read.client,
-            None => self.slots.holder_else(fault.client),
+            None => {
+                // Nobody read in time: whoever holds the lock now, unless
+                // another fault has it already.
+                let holder = self.slots.holder_else(fault.client);
+                if !self.take((holder, self.slots.granted_to(holder))) {
+                    let text = format!("nemesis #{i}: not played: the holder is another fault's");
+                    self.narrate(text).await;
+                    return;
+                }
+                holder
+            }
         };
         if let Some(read) = read {
             let strikes_inside = !matches!(
@@ -195,13 +210,46 @@ impl<'a> Nemesis<'a> {
             // the trial's start, the first lock): a later one would take
             // a token the counter that survives lags further behind, which
             // the resource already refuses as stale.
-            return self.slots.read_after(since, fresh, whole).await;
+            return self.claim(since, fresh, whole).await;
         }
         let preferred = |read: &Read| read.client == fault.client;
-        if let Some(read) = self.slots.read_after(since, preferred, half).await {
+        if let Some(read) = self.claim(since, preferred, half).await {
             return Some(read);
         }
-        self.slots.read_after(since, |_| true, whole).await
+        self.claim(since, |_| true, whole).await
+    }
+
+    /// The first read after `since` that `wanted` accepts, made in a
+    /// critical section that is not over yet and that no other fault has
+    /// aimed at, taken for this one. Two faults in one section
+    /// would spoil each other: a short freeze's end thaws a long one, a
+    /// second restart sends stage 8's counter back again.
+    async fn claim(
+        &self,
+        since: u64,
+        wanted: impl Fn(&Read) -> bool,
+        until: Instant,
+    ) -> Option<Read> {
+        loop {
+            let free = |read: &Read| {
+                wanted(read)
+                    && self.slots.still_in(read)
+                    && !self.claimed().contains(&read.section())
+            };
+            let read = self.slots.read_after(since, free, until).await?;
+            if self.take(read.section()) {
+                return Some(read);
+            }
+        }
+    }
+
+    /// Takes a critical section for one fault; false if another has it.
+    fn take(&self, section: (usize, u64)) -> bool {
+        self.claimed().insert(section)
+    }
+
+    fn claimed(&self) -> std::sync::MutexGuard<'_, BTreeSet<(usize, u64)>> {
+        self.claimed.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// When a lasting fault ends: after its length; a freeze that
