@@ -95,7 +95,6 @@ fn random_freezes_oversell_stage3() {
 /// says breaks a stage is found within seconds, on a seed it was not tuned
 /// on: the short form of issue 21's acceptance run (which takes 5 seeds).
 #[test]
-#[ignore = "up to two minutes, and not yet found on every schedule (issue 21 stays open): run with --ignored"]
 fn known_failures_are_found_within_the_budget() {
     let seed = "424242";
     for (stage, fencing, wanted) in [

@@ -17,6 +17,8 @@
 //! Lengths are drawn around the lock's own timing: a freeze or a stall
 //! outlives the TTL three times in four (the lock is lost under its
 //! holder) and stays below it otherwise (a pause the lock must survive).
+//! A trial has two or three faults, and its first one always outlives the
+//! lock, so that no trial is spent on harmless pauses alone.
 
 use std::fmt;
 use std::time::Duration;
@@ -214,6 +216,9 @@ pub const AIM_TTLS: u32 = 1;
 /// than a waiter of stage 6 sleeps (up to the TTL it last saw) when the
 /// lock vanished with no release to wake it.
 pub const CAUGHT_TTLS: u32 = 3;
+/// Faults a trial: at least two, so that a trial whose one fault was drawn
+/// harmless (a pause the lock survives) still has another.
+const MIN_FAULTS: u64 = 2;
 const MAX_FAULTS: u64 = 3;
 
 /// A trial's faults, in time order. Each keeps its number in the full
@@ -231,7 +236,7 @@ impl Schedule {
         }
         let mut rng = Rng::new(seed, trial);
         let ttl = u64::try_from(shape.ttl.as_millis()).unwrap_or(300);
-        let count = rng.between(1, MAX_FAULTS);
+        let count = rng.between(MIN_FAULTS, MAX_FAULTS);
         for _ in 0..count {
             let kind = shape.kinds[rng.index(shape.kinds.len())];
             let at = ms(rng.between(ttl / 4, LATEST_START_TTLS * ttl));
@@ -249,17 +254,21 @@ impl Schedule {
                 at
             };
             let client = rng.index(shape.clients);
+            // A trial's first fault always outlasts the lock: a short one
+            // is a pause the lock must survive, and a trial of those alone
+            // could find nothing to report.
+            let first = faults.is_empty();
             // Around the business time: mostly between the read and the write.
             let into = ms(rng.between(0, ttl / 15));
             let (nodes, length, then) = match kind {
                 Kind::Kill => (vec![], Duration::ZERO, Duration::ZERO),
                 Kind::Freeze => (
                     vec![],
-                    around_ttl(&mut rng, ttl),
+                    around_ttl(&mut rng, ttl, first),
                     ms(rng.between(0, ttl / 15)),
                 ),
                 Kind::SlowWork | Kind::StallRelease => {
-                    (vec![], around_ttl(&mut rng, ttl), Duration::ZERO)
+                    (vec![], around_ttl(&mut rng, ttl, first), Duration::ZERO)
                 }
                 // Longer than redis-rs waits for a reply (500 ms), as in the
                 // matrix's story: the command runs, its answer is lost.
@@ -353,10 +362,11 @@ fn ms(n: u64) -> Duration {
     Duration::from_millis(n)
 }
 
-/// A length around the TTL: above it three times in four (1.1 to 2 TTLs:
-/// the lock is lost), below it otherwise (0.2 to 0.8 TTLs: it must hold).
-fn around_ttl(rng: &mut Rng, ttl: u64) -> Duration {
-    if rng.between(0, 3) == 0 {
+/// A length around the TTL: above it three times in four, and always when
+/// `long` (1.1 to 2 TTLs: the lock is lost), below it otherwise (0.2 to 0.8
+/// TTLs: it must hold).
+fn around_ttl(rng: &mut Rng, ttl: u64, long: bool) -> Duration {
+    if rng.between(0, 3) == 0 && !long {
         ms(rng.between(ttl / 5, ttl * 4 / 5))
     } else {
         ms(rng.between(ttl * 11 / 10, 2 * ttl))
