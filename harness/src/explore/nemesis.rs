@@ -146,7 +146,11 @@ impl<'a> Nemesis<'a> {
             name: client_name(target),
             at: Instant::now(),
         };
-        let since = self.slots.moment();
+        let node_fault = !fault.kind.aims_at_a_client();
+        if node_fault {
+            self.keep_inside(target);
+        }
+        let before_strike = self.slots.moment();
         let result = self.strike(fault, &struck).await;
         if let Some(stopped) = stopped {
             // Its replies are held now: it may go on.
@@ -172,23 +176,19 @@ impl<'a> Nemesis<'a> {
             self.wait_for_end(fault, &struck).await;
             self.end(i, fault, &struck.name).await;
         }
-        if !fault.kind.aims_at_a_client() {
-            let caught = result.is_ok().then_some(since);
-            self.leave_when_caught(fault, &struck, caught).await;
+        if node_fault && result.is_ok() {
+            self.leave_when_caught(fault, &struck, before_strike).await;
+        } else if node_fault {
+            self.slots.get(target).stay_until(Instant::now());
         }
     }
 
     /// A holder whose lock a node fault took stays inside until another
     /// client has read under the lock it lost (`since` the fault began),
     /// and [`Fault::then`] more: its stale write then races the new
-    /// holder's. It leaves after [`CAUGHT_TTLS`] half TTLs if nobody reads,
-    /// and at once if the fault failed (`None`).
-    async fn leave_when_caught(&self, fault: &Fault, struck: &Struck, since: Option<u64>) {
+    /// holder's. It leaves after [`CAUGHT_TTLS`] half TTLs if nobody reads.
+    async fn leave_when_caught(&self, fault: &Fault, struck: &Struck, since: u64) {
         let slot = self.slots.get(struck.target);
-        let Some(since) = since else {
-            slot.stay_until(Instant::now());
-            return;
-        };
         let other = |read: &Read| read.client != struck.target;
         let latest = Instant::now() + self.ttl * CAUGHT_TTLS / 2;
         match self.slots.read_after(since, other, latest).await {
@@ -288,10 +288,8 @@ impl<'a> Nemesis<'a> {
                 let came = self.slots.released_after(now, until).await;
                 released = self.slots.moment();
                 link.hold();
-                let run = self.run.lock().await;
-                let taken = run.lock_key_exists(1).await.unwrap_or(false);
-                drop(run);
-                if !taken || !came || Instant::now() >= until {
+                let taken = self.run.lock().await.lock_key_exists(1).await;
+                if !taken.unwrap_or(false) || !came || Instant::now() >= until {
                     break;
                 }
                 link.heal();
@@ -325,7 +323,6 @@ impl<'a> Nemesis<'a> {
                 Ok(())
             }
             Kind::Restart => {
-                self.keep_inside(target);
                 let mut run = self.run.lock().await;
                 for &node in &fault.nodes {
                     run.restart_node(node, self.proxies).await?;
@@ -334,7 +331,6 @@ impl<'a> Nemesis<'a> {
                 Ok(())
             }
             Kind::ClockJump => {
-                self.keep_inside(target);
                 let run = self.run.lock().await;
                 for &node in &fault.nodes {
                     // With a replica, the lock lives where the master is now.
@@ -347,10 +343,7 @@ impl<'a> Nemesis<'a> {
                 }
                 Ok(())
             }
-            Kind::Failover => {
-                self.keep_inside(target);
-                self.fail_over().await
-            }
+            Kind::Failover => self.fail_over().await,
         }
     }
 

@@ -115,9 +115,10 @@ impl Fault {
 
     /// The latest this fault can be over, counted from the trial's start
     /// (the time a node takes to restart aside): aiming waits at most
-    /// [`AIM_TTLS`] for the holder's read; a freeze
-    /// that outlives the lock waits at most half a TTL more for the next
-    /// holder's read.
+    /// [`AIM_TTLS`] for the holder's read (a failover and a delay first as
+    /// long for a release); a freeze that outlives the lock waits at most
+    /// half a TTL more for the next holder's read, and a node fault's
+    /// holder [`CAUGHT_TTLS`] half TTLs.
     pub fn latest_end(&self, ttl: Duration) -> Duration {
         let struck = self.at + ttl * AIM_TTLS + self.into;
         let caught = ttl * CAUGHT_TTLS / 2 + self.then;
@@ -241,14 +242,14 @@ impl Schedule {
             let kind = shape.kinds[rng.index(shape.kinds.len())];
             let at = ms(rng.between(ttl / 4, LATEST_START_TTLS * ttl));
             // A restart, three times in four, aims at the trial's first
-            // critical section (unless another fault already does): stage 8's fencing counter
-            // then starts again at the token its holder has, which the
-            // resource cannot tell from the holder's own (later, it starts
-            // below the tokens the resource has seen, and is refused as
-            // stale). Only one fault aims there: a second restart would
-            // send the counter back again.
-            let first_restart = kind == Kind::Restart && faults.iter().all(|f| !f.at.is_zero());
-            let at = if first_restart && rng.between(0, 3) > 0 {
+            // critical section (unless another fault already does): stage
+            // 8's fencing counter then starts again at the token its holder
+            // has, which the resource cannot tell from the holder's own
+            // (later, it starts below the tokens the resource has seen, and
+            // is refused as stale). Only one fault aims there: a second
+            // restart would send the counter back again.
+            let first_section_free = faults.iter().all(|f| !f.at.is_zero());
+            let at = if kind == Kind::Restart && first_section_free && rng.between(0, 3) > 0 {
                 Duration::ZERO
             } else {
                 at
@@ -259,13 +260,13 @@ impl Schedule {
             // could find nothing to report.
             let first = faults.is_empty();
             // Around the business time: mostly between the read and the write.
-            let into = ms(rng.between(0, ttl / 15));
+            let into = soon_after(&mut rng, ttl);
             let (nodes, length, then) = match kind {
                 Kind::Kill => (vec![], Duration::ZERO, Duration::ZERO),
                 Kind::Freeze => (
                     vec![],
                     around_ttl(&mut rng, ttl, first),
-                    ms(rng.between(0, ttl / 15)),
+                    soon_after(&mut rng, ttl),
                 ),
                 Kind::SlowWork | Kind::StallRelease => {
                     (vec![], around_ttl(&mut rng, ttl, first), Duration::ZERO)
@@ -288,14 +289,14 @@ impl Schedule {
                 Kind::Restart => (
                     pick(&mut rng, shape.nodes, majority(shape.nodes)),
                     Duration::ZERO,
-                    ms(rng.between(0, ttl / 15)),
+                    soon_after(&mut rng, ttl),
                 ),
                 Kind::ClockJump => (
                     pick(&mut rng, shape.nodes, majority(shape.nodes)),
                     ms(rng.between(ttl, 2 * ttl)),
-                    ms(rng.between(0, ttl / 15)),
+                    soon_after(&mut rng, ttl),
                 ),
-                Kind::Failover => (vec![0], Duration::ZERO, ms(rng.between(0, ttl / 15))),
+                Kind::Failover => (vec![0], Duration::ZERO, soon_after(&mut rng, ttl)),
             };
             faults.push(Fault {
                 at,
@@ -371,6 +372,13 @@ fn around_ttl(rng: &mut Rng, ttl: u64, long: bool) -> Duration {
     } else {
         ms(rng.between(ttl * 11 / 10, 2 * ttl))
     }
+}
+
+/// A few milliseconds, up to a fifteenth of the TTL: how far into a
+/// critical section a fault strikes, and how soon after the next holder's
+/// read a struck client goes on.
+fn soon_after(rng: &mut Rng, ttl: u64) -> Duration {
+    ms(rng.between(0, ttl / 15))
 }
 
 fn majority(nodes: usize) -> usize {
