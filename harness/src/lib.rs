@@ -54,4 +54,4 @@ pub mod workload;
 
 pub use client::{Client, ClientFactory, Released};
 pub use error::{HarnessError, Result};
-pub use scenario::{Outcome, Run, SCENARIOS, Scenario, ScenarioEnv, Timing};
+pub use scenario::{FlightRecorder, Outcome, Run, SCENARIOS, Scenario, ScenarioEnv, Timing};

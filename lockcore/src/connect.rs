@@ -167,9 +167,6 @@ pub fn cluster_nodes(url: &str) -> Option<Vec<String>> {
     )
 }
 
-/// How long a cluster client waits for one reply, as redis-rs's single
-/// connections do.
-const CLUSTER_RESPONSE_TIMEOUT: Duration = Duration::from_millis(500);
 /// How often a cluster client sends a command again after an error that a
 /// new look at the cluster may cure (a node gone, `CLUSTERDOWN`,
 /// `TRYAGAIN`), and how long it waits between tries. redis-rs's defaults
@@ -217,13 +214,42 @@ pub async fn connect_with_log(
     name: &str,
     replies: Option<ReplyLog>,
 ) -> Result<Connection, LockError> {
+    open(url, name, replies, Duration::ZERO).await
+}
+
+/// [`connect_with_log`], for a connection that sends commands the server
+/// holds on purpose (`WAIT`, `BLPOP`) for up to `longest_block`: it waits
+/// that much longer for each reply. Without it, a `WAIT 1 200` would leave
+/// redis-rs's 500 ms reply timeout a margin of less than 2x, and a server
+/// that wakes ten times a second, on a loaded machine, can use it up.
+pub async fn connect_blocking(
+    url: &str,
+    name: &str,
+    replies: Option<ReplyLog>,
+    longest_block: Duration,
+) -> Result<Connection, LockError> {
+    open(url, name, replies, longest_block).await
+}
+
+/// How long a client waits for one reply that the server does not hold on
+/// purpose: redis-rs's default for its single connections, and ours for
+/// cluster connections.
+const RESPONSE_TIMEOUT: Duration = Duration::from_millis(500);
+
+async fn open(
+    url: &str,
+    name: &str,
+    replies: Option<ReplyLog>,
+    longest_block: Duration,
+) -> Result<Connection, LockError> {
+    let response_timeout = RESPONSE_TIMEOUT + longest_block;
     if let Some(nodes) = cluster_nodes(url) {
         let (min_wait, max_wait) = CLUSTER_RETRY_WAIT_MS;
         let client = redis::cluster::ClusterClient::builder(nodes)
             // Not a user: the name each node connection gives itself (see
             // `NamedNode`).
             .username(name)
-            .response_timeout(CLUSTER_RESPONSE_TIMEOUT)
+            .response_timeout(response_timeout)
             .retries(CLUSTER_RETRIES)
             .min_retry_wait(min_wait)
             .max_retry_wait(max_wait)
@@ -239,7 +265,10 @@ pub async fn connect_with_log(
     let url = resolve(url).await?;
     let url = url.as_str();
     let client = redis::Client::open(url)?;
-    let inner = client.get_multiplexed_async_connection().await?;
+    let config = AsyncConnectionConfig::new().set_response_timeout(Some(response_timeout));
+    let inner = client
+        .get_multiplexed_async_connection_with_config(&config)
+        .await?;
     named(Inner::Single(inner), url, name, replies).await
 }
 

@@ -23,7 +23,8 @@ mod fault;
 pub use config::{LockConfig, MAX_EXPIRY, check_expiry, deadline_after};
 pub use connect::{
     CLUSTER_SCHEME, Connection, Heard, ReplyLog, SENTINEL_SCHEME, SeenReply, cluster_nodes,
-    cluster_url, connect, connect_subscriber, connect_with_log, resolve, sentinel_url,
+    cluster_url, connect, connect_blocking, connect_subscriber, connect_with_log, resolve,
+    sentinel_url,
 };
 pub use contract::{
     Acquired, ClientSetup, ConnectFuture, Description, DistributedLock, LostSignal, Release,

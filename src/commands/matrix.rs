@@ -73,6 +73,21 @@ pub async fn run(
     ] {
         write_file(&out.join(name), &text)?;
     }
+    // A failed cell's timeline up to its error, beside the results (and
+    // none from an earlier run).
+    let _ = std::fs::remove_dir_all(out.join("errors"));
+    let mut failed_timelines = Vec::new();
+    for cell in &cells {
+        if let (matrix::CellResult::Failed(error), Some(timeline)) = (&cell.result, &cell.timeline)
+        {
+            let path = out.join("errors").join(format!(
+                "{}-{}.txt",
+                cell.stage.description.name, cell.scenario.name
+            ));
+            write_file(&path, &format!("{}\nerror: {error}\n", timeline.render()))?;
+            failed_timelines.push(path);
+        }
+    }
     if let Some(dir) = html {
         write_file(&dir.join(MERMAID_FILE), MERMAID_JS)?;
         for (name, page) in render::matrix::pages(&cells) {
@@ -93,6 +108,9 @@ pub async fn run(
         if let Some(dir) = html {
             println!("pages: {}", dir.join("index.html").display());
         }
+    }
+    for path in &failed_timelines {
+        eprintln!("a cell's timeline up to its error: {}", path.display());
     }
     if report.mismatches().is_empty() {
         Ok(())

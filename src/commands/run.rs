@@ -84,7 +84,20 @@ pub async fn run(
     }
     let env = ScenarioEnv::new(Backend::from_env()?, launcher(&stage)?, output.fencing)
         .with_request_ids(output.request_ids);
-    let outcome = scenario.play(stage, env).await?;
+    let recorder = env.recorder.clone();
+    let outcome = match scenario.play(stage, env).await {
+        Ok(outcome) => outcome,
+        Err(e) => {
+            // How far the story got before it stopped (a story these
+            // servers cannot tell did not start).
+            let declined = matches!(e, harness::HarnessError::NotApplicable(_));
+            if let Some(timeline) = recorder.timeline().filter(|_| !declined) {
+                eprint!("{}", timeline.render_every_line());
+                eprintln!("(the story stopped here)");
+            }
+            return Err(e.into());
+        }
+    };
     if output.diagram {
         print!("{}", sequence_diagram(&outcome.timeline));
     } else if output.every_line {

@@ -42,7 +42,8 @@ pub struct Cell {
     pub expected: Option<Expected>,
     /// How long it took.
     pub took: Duration,
-    /// What the run recorded, when it ran (for its page).
+    /// What the run recorded: all of it when it ran (for its page), up to
+    /// the error when it failed.
     pub timeline: Option<Timeline>,
 }
 
@@ -198,16 +199,23 @@ async fn run_cell(
         return (CellResult::NotApplicable(reason), None);
     }
     let env = match env {
-        Ok(env) => env,
+        // A recorder of the cell's own: its timeline is kept if it fails.
+        Ok(env) => ScenarioEnv {
+            recorder: harness::FlightRecorder::new(),
+            ..env
+        },
         Err(e) => return (CellResult::Failed(e), None),
     };
+    let recorder = env.recorder.clone();
     match scenario.play(stage, env).await {
         Ok(outcome) => (CellResult::Ran(outcome.verdict), Some(outcome.timeline)),
         // Not these servers' story (LOCKSTAGES_REDIS_URL and a node fault).
         Err(harness::HarnessError::NotApplicable(reason)) => {
             (CellResult::NotApplicable(reason), None)
         }
-        Err(e) => (CellResult::Failed(e.to_string()), None),
+        // How far the story got: the error alone rarely says which wait
+        // or which server gave out.
+        Err(e) => (CellResult::Failed(e.to_string()), recorder.timeline()),
     }
 }
 

@@ -35,6 +35,7 @@ mod stop;
 
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use lockcore::{Description, StageEntry};
@@ -50,6 +51,7 @@ pub use crate::check::Outcome;
 use crate::error::Result;
 pub use crate::history::Recorded;
 use crate::holder::Launcher;
+use crate::observe::Timeline;
 use crate::server::Backend;
 use crate::workload::{Fencing, RequestIds};
 
@@ -347,6 +349,31 @@ pub struct ScenarioEnv {
     /// Whether the resource de-duplicates purchases by request id
     /// (`--request-ids`); the matrix runs without.
     pub request_ids: RequestIds,
+    /// Keeps the timeline of the run started last, so that a story that
+    /// stops on an error still shows how far it got.
+    pub recorder: FlightRecorder,
+}
+
+/// The timeline of the run a scenario started last, held outside the run:
+/// when the story fails half-way, the run is gone but what it recorded
+/// until then is not. Clones share it.
+#[derive(Debug, Clone, Default)]
+pub struct FlightRecorder(Arc<Mutex<Option<Timeline>>>);
+
+impl FlightRecorder {
+    /// A recorder of its own (an environment's clones share theirs).
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// What the run started last recorded so far, if a run started.
+    pub fn timeline(&self) -> Option<Timeline> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    pub(crate) fn keep(&self, timeline: &Timeline) {
+        *self.0.lock().unwrap_or_else(|p| p.into_inner()) = Some(timeline.clone());
+    }
 }
 
 impl ScenarioEnv {
@@ -368,6 +395,7 @@ impl ScenarioEnv {
             timing: Timing::default(),
             fencing,
             request_ids: RequestIds::default(),
+            recorder: FlightRecorder::new(),
         }
     }
 

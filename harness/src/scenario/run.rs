@@ -147,6 +147,7 @@ impl Run {
         db: Node,
     ) -> Result<Self> {
         let timeline = Timeline::new();
+        env.recorder.keep(&timeline);
         let mut config = LockConfig {
             watchdog_timeout: env.timing.ttl,
             ..LockConfig::with_ttl(env.timing.ttl)

@@ -53,7 +53,9 @@ const MASTER: usize = 0;
 const ACKNOWLEDGING: usize = 1;
 /// How long one `WAIT` waits for an acknowledgement: far longer than a
 /// replica in sync needs (`WAIT` asks the replicas at once; they answer
-/// within a millisecond or so), and below redis-rs's 500 ms reply timeout.
+/// within a millisecond or so). The server answers a `WAIT` that timed out
+/// at its next tick (ten a second), so its connection allows for that
+/// too ([`lockcore::connect_blocking`]).
 const WAIT_TIMEOUT: Duration = Duration::from_millis(200);
 /// How many times A's library sends `WAIT` before it takes no for an
 /// answer: a second in all. On a loaded machine the acknowledgement of a
@@ -174,7 +176,7 @@ pub(super) async fn wait_for_replicas(
     marker: &str,
 ) -> Result<i64> {
     let replies = Some(run.timeline().reply_log());
-    let mut conn = lockcore::connect_with_log(url, client, replies).await?;
+    let mut conn = lockcore::connect_blocking(url, client, replies, WAIT_TIMEOUT * 3).await?;
     redis::cmd("INCR")
         .arg(marker)
         .query_async::<i64>(&mut conn)
