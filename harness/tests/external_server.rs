@@ -7,7 +7,7 @@
 use harness::holder::Launcher;
 use harness::server::external::check;
 use harness::server::{Backend, ExternalServer, RedisProcess};
-use harness::{HarnessError, ScenarioEnv, Timing};
+use harness::{HarnessError, ScenarioEnv};
 
 async fn query(url: &str, args: &[&str]) -> redis::Value {
     let mut conn = lockcore::connect(url, "test").await.unwrap();
@@ -19,13 +19,11 @@ async fn query(url: &str, args: &[&str]) -> redis::Value {
 }
 
 fn env_on(url: &str) -> ScenarioEnv {
-    ScenarioEnv {
-        backend: Backend::External(ExternalServer::new(url).unwrap()),
-        launcher: Launcher::this_test_binary(),
-        timing: Timing::default(),
-        fencing: Default::default(),
-        request_ids: Default::default(),
-    }
+    ScenarioEnv::new(
+        Backend::External(ExternalServer::new(url).unwrap()),
+        Launcher::this_test_binary(),
+        Default::default(),
+    )
 }
 
 async fn run(name: &str, env: ScenarioEnv) -> harness::Result<harness::Outcome> {
