@@ -21,6 +21,10 @@ use crate::server::redis_process::{ping, tail};
 
 /// How long a fresh container may take to answer PING.
 const READY_WITHIN: Duration = Duration::from_secs(20);
+/// How long a node put back on its network may take to be reached there:
+/// a second or two is usual (a neighbour lookup retried), ten is the
+/// margin.
+const REJOINED_WITHIN: Duration = Duration::from_secs(10);
 
 /// A `redis-server` container. Removed when dropped (and by the reaper if
 /// this process dies first).
@@ -194,7 +198,7 @@ impl RedisContainer {
         // A container started again is given new addresses unless they are
         // pinned, which an endpoint made at connect time can be.
         self.leave_network().await?;
-        self.join_network().await?;
+        self.rejoin_network().await?;
         if self.addr != self.peer_addr {
             let name = self.network.clients_name(&self.docker).await?.to_owned();
             self.disconnect(&name).await?;
@@ -215,8 +219,38 @@ impl RedisContainer {
         self.disconnect(name).await
     }
 
-    /// Connects the node to the run's network again, at the address it had.
+    /// Connects the node to the run's network again, at the address it
+    /// had, and returns once the harness's host reaches it there.
+    ///
+    /// Why wait: Docker's answer comes before the path is usable. The
+    /// host's neighbour entry for the address may still be the old
+    /// link's, or a failed lookup that is retried only a second later, so
+    /// a connection made at once can time out though the node is back.
     pub async fn join_network(&self) -> Result<()> {
+        self.rejoin_network().await?;
+        let deadline = tokio::time::Instant::now() + REJOINED_WITHIN;
+        loop {
+            let attempt = tokio::time::timeout(
+                Duration::from_secs(1),
+                tokio::net::TcpStream::connect(self.peer_addr),
+            );
+            if matches!(attempt.await, Ok(Ok(_))) {
+                return Ok(());
+            }
+            if tokio::time::Instant::now() > deadline {
+                return Err(HarnessError::Docker(format!(
+                    "container {} rejoined its network but did not answer at {} within {REJOINED_WITHIN:?}",
+                    self.container.id(),
+                    self.peer_addr
+                )));
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    /// Connects the node to the run's network again, at the address it had
+    /// (a stopped container too: no waiting for an answer).
+    async fn rejoin_network(&self) -> Result<()> {
         let name = self.network.name(&self.docker).await?;
         self.connect(name, Some(self.peer_addr.ip())).await
     }
