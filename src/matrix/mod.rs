@@ -114,20 +114,10 @@ pub async fn run(
     let cluster_permits = Arc::new(Semaphore::new(jobs.max(1)));
     let running = Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
     let mut tasks = JoinSet::new();
-    // The longest cells queue first: a pool whose last cell is a long one
-    // waits for it alone at the end. A consensus store's cell starts an
-    // ensemble of its own (three JVMs for ZooKeeper) and takes several times
-    // a Redis cell's time.
-    let mut order: Vec<(usize, usize)> = (0..stages.len())
-        .flat_map(|row| (0..scenarios.len()).map(move |column| (row, column)))
-        .collect();
-    order.sort_by_key(|&(row, _)| {
-        !harness::scenario::ensemble::on_consensus_store(&stages[row].description)
-    });
-    for (row, column) in order {
-        {
-            let stage = stages[row];
-            let scenario: &'static Scenario = scenarios[column];
+    for (row, stage) in stages.iter().enumerate() {
+        for (column, scenario) in scenarios.iter().enumerate() {
+            let stage = *stage;
+            let scenario: &'static Scenario = scenario;
             let env = env_for(&stage);
             let permits = if SENTINEL_COLUMNS.contains(&scenario.name) {
                 sentinel_permits.clone()
