@@ -167,6 +167,11 @@ pub fn cluster_nodes(url: &str) -> Option<Vec<String>> {
     )
 }
 
+/// How long a client waits for one reply that the server does not hold on
+/// purpose: redis-rs's default for its single connections, and ours for
+/// cluster connections.
+const RESPONSE_TIMEOUT: Duration = Duration::from_millis(500);
+
 /// How often a cluster client sends a command again after an error that a
 /// new look at the cluster may cure (a node gone, `CLUSTERDOWN`,
 /// `TRYAGAIN`), and how long it waits between tries. redis-rs's defaults
@@ -230,11 +235,6 @@ pub async fn connect_blocking(
 ) -> Result<Connection, LockError> {
     open(url, name, replies, longest_block).await
 }
-
-/// How long a client waits for one reply that the server does not hold on
-/// purpose: redis-rs's default for its single connections, and ours for
-/// cluster connections.
-const RESPONSE_TIMEOUT: Duration = Duration::from_millis(500);
 
 async fn open(
     url: &str,

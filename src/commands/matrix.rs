@@ -84,7 +84,10 @@ pub async fn run(
                 "{}-{}.txt",
                 cell.stage.description.name, cell.scenario.name
             ));
-            write_file(&path, &format!("{}\nerror: {error}\n", timeline.render()))?;
+            write_file(
+                &path,
+                &format!("{}\nerror: {error}\n", timeline.render_every_line()),
+            )?;
             failed_timelines.push(path);
         }
     }

@@ -92,19 +92,18 @@ impl Run {
         // A Redlock client stops counting at a majority and sends its last
         // votes from a task of its own: the partition lasts until they have
         // been sent into it, or healing it would let them through.
-        if count > 1
-            && held.is_some()
-            && !proxies
+        let safe_to_heal = count == 1
+            || held.is_none()
+            || proxies
                 .until_requests_dropped(client.name(), quorum..count, self.env.timing.patience())
-                .await
-        {
-            proxies.heal(client.name());
+                .await;
+        proxies.heal(client.name());
+        if !safe_to_heal {
             return Err(HarnessError::StoryNotTold(format!(
                 "{}'s requests never reached the nodes it was cut off from",
                 client.name()
             )));
         }
-        proxies.heal(client.name());
         let held = held.ok_or_else(|| {
             HarnessError::StoryNotTold(format!("{} could not take a free lock", client.name()))
         })?;

@@ -228,24 +228,17 @@ impl RedisContainer {
     /// a connection made at once can time out though the node is back.
     pub async fn join_network(&self) -> Result<()> {
         self.rejoin_network().await?;
-        let deadline = tokio::time::Instant::now() + REJOINED_WITHIN;
-        loop {
-            let attempt = tokio::time::timeout(
-                Duration::from_secs(1),
-                tokio::net::TcpStream::connect(self.peer_addr),
-            );
-            if matches!(attempt.await, Ok(Ok(_))) {
-                return Ok(());
-            }
-            if tokio::time::Instant::now() > deadline {
+        let deadline = Instant::now() + REJOINED_WITHIN;
+        while !ping(self.peer_addr).await {
+            if Instant::now() > deadline {
                 return Err(HarnessError::Docker(format!(
-                    "container {} rejoined its network but did not answer at {} within {REJOINED_WITHIN:?}",
-                    self.container.id(),
-                    self.peer_addr
+                    "container of {} rejoined its network but gave no PONG at {} within {REJOINED_WITHIN:?}",
+                    self.image, self.peer_addr
                 )));
             }
-            tokio::time::sleep(Duration::from_millis(20)).await;
+            sleep(Duration::from_millis(20)).await;
         }
+        Ok(())
     }
 
     /// Connects the node to the run's network again, at the address it had
