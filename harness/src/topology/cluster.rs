@@ -292,25 +292,32 @@ impl Run {
             let url = n.url();
             async move { lockcore::connect(&url, "harness").await }
         }))
-        .await?;
+        .await
+        .map_err(|e| setup_failed("connecting to the nodes", e.into()))?;
         let mut ids = Vec::new();
         for conn in &mut conns {
             ids.push(
                 redis::cmd("CLUSTER")
                     .arg("MYID")
                     .query_async::<String>(conn)
-                    .await?,
+                    .await
+                    .map_err(|e| setup_failed("CLUSTER MYID", e.into()))?,
             );
         }
-        let slot = form_cluster(&mut conns, &relays, &ids).await?;
+        let slot = form_cluster(&mut conns, &relays, &ids)
+            .await
+            .map_err(|e| setup_failed("forming the cluster", e))?;
         for replica in [1, 3, 5] {
             redis::cmd("CLUSTER")
                 .arg("REPLICATE")
                 .arg(&ids[replica - 1])
                 .query_async::<()>(&mut conns[replica])
-                .await?;
+                .await
+                .map_err(|e| setup_failed("CLUSTER REPLICATE", e.into()))?;
         }
-        wait_until_settled(&mut conns, &ids).await?;
+        wait_until_settled(&mut conns, &ids)
+            .await
+            .map_err(|e| setup_failed("waiting for the cluster to settle", e))?;
         drop(conns);
 
         let mut run = Self::start_on(stage, env, stock, nodes).await?;
@@ -350,6 +357,12 @@ impl Run {
         ));
         Ok((run, topology))
     }
+}
+
+/// An error while the cluster is being set up, with the step it came from:
+/// the run's timeline starts only once the cluster is up.
+fn setup_failed(step: &str, error: HarnessError) -> HarnessError {
+    HarnessError::Topology(format!("setting up the cluster, {step}: {error}"))
 }
 
 /// The range of [`RANGES`] that holds `slot`.
