@@ -80,7 +80,15 @@ impl RedisProcess {
             let mut server = Self {
                 child: None,
                 port,
-                dir: std::env::temp_dir().join(format!("lockstages-{}-{port}", std::process::id())),
+                // A folder of this launch's own, not of the port's: a server
+                // that had this port before may still be removing its folder
+                // (see `Drop`), and a cluster node whose `nodes.conf` is
+                // deleted under it exits at its next configuration change.
+                dir: std::env::temp_dir().join(format!(
+                    "lockstages-{}-{port}-{}",
+                    std::process::id(),
+                    uuid::Uuid::new_v4().simple()
+                )),
                 config: config.clone(),
                 cluster_port,
                 extra_args: extra_args.iter().map(|s| (*s).to_owned()).collect(),
