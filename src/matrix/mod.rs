@@ -64,9 +64,10 @@ pub const DEFAULT_JOBS: usize = 3;
 
 /// The columns whose cells spend most of their time waiting on the
 /// Sentinels' clocks (a master called down, a replica promoted, an old
-/// master demoted) rather than working: they run in a pool of their own,
-/// beside the other cells. Waiting costs no CPU, and their margins are
-/// hundreds of milliseconds, not the tens the other stories' are.
+/// master demoted) rather than working: they run `jobs` at a time in a
+/// pool of their own, beside the other cells. Waiting costs no CPU, and
+/// their margins are hundreds of milliseconds, not the tens the other
+/// stories' are.
 const SENTINEL_COLUMNS: &[&str] = &[
     "sentinel-failover",
     "split-brain",
@@ -76,69 +77,17 @@ const SENTINEL_COLUMNS: &[&str] = &[
 ];
 
 /// The consensus stores' own failures: a cell waits seconds for an
-/// election and for a rival to be refused over whole session TTLs. They
-/// are the longest cells of the matrix, so they are queued first in their
-/// pool (see [`Pool::Ensemble`]).
+/// election and for a rival to be refused over whole session TTLs, and
+/// does little else, so these too run in a pool of their own.
 const ENSEMBLE_COLUMNS: &[&str] = &["leader-killed", "minority-partition"];
 /// The Redis Cluster's columns: their cells wait the same way, on the
 /// cluster's node timeout, its election and its first two seconds (a new
-/// master serves only two seconds after it started), in a pool of their
-/// own.
+/// master serves only two seconds after it started), in a third pool.
 const CLUSTER_COLUMNS: &[&str] = &[
     "cluster-failover",
     "cluster-failover-wait",
     "cluster-partition",
 ];
-
-/// Where a cell waits for its turn. Each pool has permits of its own, so
-/// the cells that mostly wait do not hold up those that mostly work: the
-/// Redis cells and the Cluster cells run `jobs` at a time, the Sentinel
-/// cells and the consensus stores' one more each. On this project's two
-/// cores, with the default 3 jobs, the whole matrix took 45-49 s with 3 of
-/// each and the consensus stores' general cells in the Redis pool, and
-/// takes 37-45 s so (median 39.3 s over 8 runs). A fourth Cluster cell
-/// made it slower (38-46 s): a Cluster cell runs six servers and twelve
-/// relays, and polls them, so it is not as idle as the others.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Pool {
-    /// Cells on a few Redis servers that start in milliseconds and work
-    /// with margins of tens of milliseconds.
-    Redis,
-    /// The Sentinel columns.
-    Sentinel,
-    /// The Redis Cluster columns.
-    Cluster,
-    /// Every cell of a stage on ZooKeeper or etcd: each starts a
-    /// three-member ensemble (three JVMs for ZooKeeper), which is most of
-    /// the CPU such a cell uses, then waits on sessions and elections (a
-    /// `leader-killed` cell waits three 6 s TTLs). One pool for all of
-    /// them bounds how many ensembles start at once.
-    Ensemble,
-}
-
-impl Pool {
-    /// Every pool, in the order of their declaration (`pool as usize`).
-    const ALL: [Pool; 4] = [Pool::Redis, Pool::Sentinel, Pool::Cluster, Pool::Ensemble];
-
-    fn of(stage: &StageEntry, scenario: &Scenario) -> Self {
-        if harness::scenario::ensemble::on_consensus_store(&stage.description) {
-            Pool::Ensemble
-        } else if SENTINEL_COLUMNS.contains(&scenario.name) {
-            Pool::Sentinel
-        } else if CLUSTER_COLUMNS.contains(&scenario.name) {
-            Pool::Cluster
-        } else {
-            Pool::Redis
-        }
-    }
-
-    fn permits(self, jobs: usize) -> usize {
-        match self {
-            Pool::Redis | Pool::Cluster => jobs,
-            Pool::Sentinel | Pool::Ensemble => jobs + 1,
-        }
-    }
-}
 
 /// Runs every pair of `stages` × `scenarios`, `jobs` at a time, with a
 /// progress bar on stderr (hidden when `quiet`).
@@ -159,52 +108,59 @@ pub async fn run(
         ProgressStyle::with_template("{bar:30} {pos}/{len} cells  {elapsed}  {wide_msg}")
             .unwrap_or_else(|_| ProgressStyle::default_bar()),
     );
-    let pools = Pool::ALL.map(|pool| Arc::new(Semaphore::new(pool.permits(jobs.max(1)))));
+    let permits = Arc::new(Semaphore::new(jobs.max(1)));
+    let sentinel_permits = Arc::new(Semaphore::new(jobs.max(1)));
+    let ensemble_permits = Arc::new(Semaphore::new(jobs.max(1)));
+    let cluster_permits = Arc::new(Semaphore::new(jobs.max(1)));
     let running = Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
     let mut tasks = JoinSet::new();
-    // A pool serves its cells in the order they ask; the longest ones ask
-    // first, so that none of them starts last and keeps the run waiting.
-    let mut order: Vec<(usize, usize)> = (0..stages.len())
-        .flat_map(|row| (0..scenarios.len()).map(move |column| (row, column)))
-        .collect();
-    order.sort_by_key(|&(_, column)| !ENSEMBLE_COLUMNS.contains(&scenarios[column].name));
-    for (row, column) in order {
-        let stage = stages[row];
-        let scenario: &'static Scenario = scenarios[column];
-        let env = env_for(&stage);
-        let permits = pools[Pool::of(&stage, scenario) as usize].clone();
-        let progress = progress.clone();
-        let running = running.clone();
-        tasks.spawn(async move {
-            let label = format!("{} x {}", stage.description.name, scenario.name);
-            let _permit = permits.acquire_owned().await;
-            set_running(&running, &progress, Some(&label), None);
-            let started = Instant::now();
-            let (result, timeline) = run_cell(stage, scenario, env).await;
-            // A story this backend cannot tell (a node fault on a
-            // reader's own server) has nothing to compare: it expects
-            // the n/a it got, and the reason says why.
-            let declined = matches!(result, CellResult::NotApplicable(_))
-                && (scenario.not_applicable)(&stage.description).is_none();
-            set_running(&running, &progress, None, Some(&label));
-            progress.inc(1);
-            let expected = if declined {
-                Some(Expected::NotApplicable)
+    for (row, stage) in stages.iter().enumerate() {
+        for (column, scenario) in scenarios.iter().enumerate() {
+            let stage = *stage;
+            let scenario: &'static Scenario = scenario;
+            let env = env_for(&stage);
+            let permits = if SENTINEL_COLUMNS.contains(&scenario.name) {
+                sentinel_permits.clone()
+            } else if ENSEMBLE_COLUMNS.contains(&scenario.name) {
+                ensemble_permits.clone()
+            } else if CLUSTER_COLUMNS.contains(&scenario.name) {
+                cluster_permits.clone()
             } else {
-                expected(stage.description.name, scenario.name)
+                permits.clone()
             };
-            (
-                (row, column),
-                Cell {
-                    stage,
-                    scenario,
-                    result,
-                    expected,
-                    took: started.elapsed(),
-                    timeline,
-                },
-            )
-        });
+            let progress = progress.clone();
+            let running = running.clone();
+            tasks.spawn(async move {
+                let label = format!("{} x {}", stage.description.name, scenario.name);
+                let _permit = permits.acquire_owned().await;
+                set_running(&running, &progress, Some(&label), None);
+                let started = Instant::now();
+                let (result, timeline) = run_cell(stage, scenario, env).await;
+                // A story this backend cannot tell (a node fault on a
+                // reader's own server) has nothing to compare: it expects
+                // the n/a it got, and the reason says why.
+                let declined = matches!(result, CellResult::NotApplicable(_))
+                    && (scenario.not_applicable)(&stage.description).is_none();
+                set_running(&running, &progress, None, Some(&label));
+                progress.inc(1);
+                let expected = if declined {
+                    Some(Expected::NotApplicable)
+                } else {
+                    expected(stage.description.name, scenario.name)
+                };
+                (
+                    (row, column),
+                    Cell {
+                        stage,
+                        scenario,
+                        result,
+                        expected,
+                        took: started.elapsed(),
+                        timeline,
+                    },
+                )
+            });
+        }
     }
     let mut cells: Vec<((usize, usize), Cell)> = Vec::with_capacity(total);
     while let Some(joined) = tasks.join_next().await {

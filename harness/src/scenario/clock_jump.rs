@@ -16,6 +16,7 @@ use lockcore::{Description, StageEntry};
 
 use super::{Recorded, Run, ScenarioEnv};
 use crate::error::Result;
+use crate::topology::redlock::node_fault_ttl;
 
 /// The node whose clock jumps: one of the holder's.
 const VICTIM: usize = 0;
@@ -24,7 +25,8 @@ pub(super) fn not_applicable(stage: &Description) -> Option<&'static str> {
     (stage.stage == 0).then_some("no lock key for a clock to expire")
 }
 
-pub(super) async fn run(stage: StageEntry, env: ScenarioEnv) -> Result<Recorded> {
+pub(super) async fn run(stage: StageEntry, mut env: ScenarioEnv) -> Result<Recorded> {
+    env.timing.ttl = node_fault_ttl(&stage.description, env.timing.ttl);
     let mut run = Run::start(stage, env, 1).await?;
     let timing = run.env.timing;
     let proxies = run.put_proxies().await?;

@@ -22,6 +22,7 @@ use tokio::time::{Instant, sleep_until};
 
 use super::{Recorded, Run, ScenarioEnv};
 use crate::error::{HarnessError, Result};
+use crate::topology::redlock::node_fault_ttl;
 
 /// The node that restarts: one of the holder's.
 const VICTIM: usize = 0;
@@ -30,7 +31,8 @@ pub(super) fn not_applicable(stage: &Description) -> Option<&'static str> {
     (stage.stage == 0).then_some("no lock for a node to forget")
 }
 
-pub(super) async fn run(stage: StageEntry, env: ScenarioEnv) -> Result<Recorded> {
+pub(super) async fn run(stage: StageEntry, mut env: ScenarioEnv) -> Result<Recorded> {
+    env.timing.ttl = node_fault_ttl(&stage.description, env.timing.ttl);
     run_with_restart_delay(stage, env, Duration::ZERO).await
 }
 
