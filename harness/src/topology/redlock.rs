@@ -20,8 +20,8 @@ pub use crate::scenario::run_with_restart_delay;
 /// restarts or its clock jumps (the matrix's 300 ms elsewhere). Those
 /// stories race the holder's validity: the fault, then a new client
 /// connecting to five masters and asking them, must all fit in it with
-/// room to spare. On a loaded machine (a matrix running 14 cells at once
-/// on two cores) a restart and a connection took most of 300 ms, the
+/// room to spare. On a loaded machine (a matrix tried with 14 cells at
+/// once on two cores) a restart and a connection took most of 300 ms, the
 /// contender got only its last fifth of a TTL and missed it, and 3 of 10
 /// whole matrices came out `ok` on stage 7's restart or clock-jump cell;
 /// with a second, none of the next 10 did.
