@@ -8,10 +8,12 @@
 //! the new one does. One item is for sale.
 //!
 //! 1. A cluster (see `topology/cluster.rs`); client-A knows it by master1
-//!    alone (it is on master1's side).
+//!    alone (it is on master1's side; on Docker it talks to master1
+//!    directly, see `ClusterTopology::url_on_side_of`).
 //! 2. The partition: the cluster bus between master1 and every other
 //!    node, and master1's replication to replica1, drop everything both
-//!    ways. Clients still reach every node.
+//!    ways (on Docker, master1 is disconnected from the run's network).
+//!    Clients still reach every node.
 //! 3. client-A takes the lock on master1 at once, well inside the node
 //!    timeout, and reads the stock (1).
 //! 4. The harness waits until master1 refuses writes (`cluster_state:fail`:
@@ -68,11 +70,11 @@ pub(super) async fn run(stage: StageEntry, env: ScenarioEnv) -> Result<Recorded>
     // 1. A is on master1's side of what is about to happen, B on the other.
     let a = run
         .factory
-        .client_at("client-A", vec![cluster.url_of(&[MASTER])])
+        .client_at("client-A", vec![cluster.url_on_side_of(&run, MASTER)])
         .await?;
 
     // 2. The partition.
-    cluster.cut_off(&run, MASTER);
+    cluster.cut_off(&run, MASTER).await?;
     let cut_at = Instant::now();
 
     // 3. A asks master1 at once.
@@ -97,7 +99,7 @@ pub(super) async fn run(stage: StageEntry, env: ScenarioEnv) -> Result<Recorded>
     b_buys_while_a_finishes(&mut run, (&a, &held_a, read_a), &b, two_holders).await?;
 
     // 7. The heal, and the demotion of the old master.
-    cluster.heal(&run);
+    cluster.heal(&run, MASTER).await?;
     wait_for_replication_info(&run.nodes[MASTER], "role", "slave", DEMOTED_WITHIN).await?;
     wait_for_replication_info(
         &run.nodes[MASTER],

@@ -30,13 +30,13 @@ pub const IMAGE_VAR: &str = "LOCKSTAGES_REDIS_IMAGE";
 /// The image used when [`IMAGE_VAR`] is not set.
 pub const DEFAULT_IMAGE: &str = "redis:7-alpine";
 
-/// Why a Redis Cluster story declines the Docker backend.
-pub const CLUSTER_ON_PROCESSES: &str = "the Redis Cluster stories run on redis-server processes only (LOCKSTAGES_BACKEND=process); their containers are not built yet";
-
 /// The port a Redis server listens on in its container.
 const CONTAINER_REDIS_PORT: u16 = 6379;
 /// The port a Sentinel listens on in its container.
 const CONTAINER_SENTINEL_PORT: u16 = 26379;
+/// The cluster bus port of a cluster node in its container: Redis's
+/// default, the client port plus 10000.
+pub const CONTAINER_CLUSTER_BUS_PORT: u16 = CONTAINER_REDIS_PORT + 10000;
 
 /// Where nodes run.
 #[derive(Debug, Clone)]
@@ -227,7 +227,8 @@ impl Node {
     }
 
     /// Starts a Redis Cluster node on `backend`, knowing no other node yet,
-    /// with `extra_args`. Only the process backend runs clusters so far.
+    /// with `extra_args`. In a container its bus is on Redis's default port
+    /// ([`CONTAINER_CLUSTER_BUS_PORT`]) at the container's address.
     pub async fn start_cluster_node(
         backend: &Backend,
         label: &str,
@@ -237,8 +238,27 @@ impl Node {
             Backend::Process => {
                 Server::Process(RedisProcess::start_cluster_node(extra_args).await?)
             }
-            Backend::Docker { .. } => {
-                return Err(HarnessError::NotApplicable(CLUSTER_ON_PROCESSES));
+            Backend::Docker { image, network } => {
+                let args: Vec<&str> = [
+                    "--cluster-enabled",
+                    "yes",
+                    "--cluster-config-file",
+                    "/data/nodes.conf",
+                ]
+                .into_iter()
+                .chain(extra_args.iter().copied())
+                .collect();
+                Server::Container(Box::new(
+                    RedisContainer::start(
+                        image,
+                        network.clone(),
+                        &[],
+                        &args,
+                        &[],
+                        CONTAINER_REDIS_PORT,
+                    )
+                    .await?,
+                ))
             }
             Backend::External(_) => {
                 return Err(HarnessError::NotApplicable(external::NO_FAULTS));
@@ -256,8 +276,22 @@ impl Node {
             Server::Process(p) => p
                 .cluster_port()
                 .map(|port| SocketAddr::new(self.addr().ip(), port)),
-            _ => None,
+            Server::Container(c) => Some(SocketAddr::new(
+                c.peer_addr().ip(),
+                CONTAINER_CLUSTER_BUS_PORT,
+            )),
+            Server::External(_) => None,
         }
+    }
+
+    /// Puts a node started with [`Node::start`] (or
+    /// [`Node::start_cluster_node`]) on the run's clients' network too, as
+    /// [`Node::start_with_clients_network`] does; nothing elsewhere.
+    pub async fn join_clients_network(&mut self) -> Result<()> {
+        if let Server::Container(c) = &mut self.server {
+            c.join_clients_network().await?;
+        }
+        Ok(())
     }
 
     /// Starts a Sentinel on `backend` whose configuration file says

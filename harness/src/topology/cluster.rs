@@ -21,15 +21,27 @@
 //! stands for election half a second to a second after its master is
 //! failed. A failover takes a second and a half or so.
 //!
-//! On the process backend every node announces relays the harness runs on
-//! loopback as its ports (see [`relay`]), so a story can hold back what a
-//! master sends its replica, or cut a master off from every other node
-//! while its clients still reach it. The Docker backend does not run these
-//! stories yet.
+//! How a story reaches into the cluster depends on the backend:
+//! - processes: every node announces relays the harness runs on loopback
+//!   as its ports (see [`relay`]), so a story can hold back what a master
+//!   sends its replica, or cut a master off from every other node while its
+//!   clients still reach it.
+//! - Docker: every node is a container at its own address on the run's
+//!   network, announced as such (`cluster-announce-ip`), and every node,
+//!   replica and cluster client reaches it there. Nothing relays between
+//!   two containers, so replication cannot be held: the master refuses its
+//!   replica instead (an ACL takes `PSYNC` and `SYNC` from its default user,
+//!   and the replica's connection is closed), and the replica falls behind
+//!   as one whose link is down. The partition is a real one, as in the
+//!   Sentinel split brain: master1 is disconnected from the run's network
+//!   and connected again at the same address; it is on the run's clients'
+//!   network too, where the harness and client-A reach it directly (the
+//!   address it announces to the cluster is the one cut).
 
 mod relay;
 
 use std::collections::HashMap;
+use std::net::SocketAddr;
 use std::time::Duration;
 
 use lockcore::{Connection, StageEntry};
@@ -40,7 +52,7 @@ use super::phases::Phases;
 use crate::error::{HarnessError, Result};
 use crate::observe::{ClusterWatcher, cluster_nodes};
 use crate::scenario::{Run, ScenarioEnv};
-use crate::server::{Backend, CLUSTER_ON_PROCESSES, Node, external};
+use crate::server::{Backend, CONTAINER_CLUSTER_BUS_PORT, Node, RedisContainer, external};
 
 /// How long a node may stay silent before another calls it failing
 /// (`fail?`), and the unit of the cluster's other waits (a failure report
@@ -48,6 +60,14 @@ use crate::server::{Backend, CLUSTER_ON_PROCESSES, Node, external};
 // ANCHOR: node_timeout
 const NODE_TIMEOUT: Duration = Duration::from_millis(500);
 // ANCHOR_END: node_timeout
+
+/// The node timeout while a master is cut off on Docker. The cut is an
+/// API call to the engine, whose answer can come hundreds of milliseconds
+/// after the link is gone when the machine is busy; client-A asks the
+/// cut-off master when the answer comes, and must still find it granting
+/// locks. Four times the longest such call seen under a whole matrix
+/// (about half a second).
+const NODE_TIMEOUT_FOR_A_DOCKER_CUT: Duration = Duration::from_secs(2);
 /// The slots, split in three ranges as `redis-cli --cluster create` does.
 const RANGES: [(u16, u16); 3] = [(0, 5460), (5461, 10922), (10923, 16383)];
 /// Labels, in the order of `run.nodes`: each master and then its replica.
@@ -69,14 +89,16 @@ const LEASE: Duration = Duration::from_secs(30);
 /// How often the nodes are asked while the harness waits on them.
 const POLL: Duration = Duration::from_millis(20);
 
-/// The cluster of a run: the nodes' relays, their ids, the slot of the
-/// lock's key, and the watcher of the cluster's view. Keep it for as long
-/// as the run.
+/// The cluster of a run: the ways into its nodes, their ids, the slot of
+/// the lock's key, and the watcher of the cluster's view. Keep it for as
+/// long as the run.
 pub(crate) struct ClusterTopology {
     /// Declared (so dropped) first: it stops asking before the nodes go.
     watcher: Option<ClusterWatcher>,
-    /// `relays[i]`: the client and bus relays of `run.nodes[i]`.
-    relays: Vec<(NodeRelay, NodeRelay)>,
+    paths: Paths,
+    /// `addrs[i]`: where the other nodes and cluster clients reach
+    /// `run.nodes[i]` (its relay, or its own address on the run's network).
+    addrs: Vec<SocketAddr>,
     /// `ids[i]`: the cluster's id of `run.nodes[i]`.
     ids: Vec<String>,
     /// The slot of the lock's key.
@@ -89,6 +111,17 @@ pub(crate) struct ClusterTopology {
 /// fault (or the heal).
 const TIMED_EVENTS: &[&str] = &["+pfail", "+fail", "+promoted", "+demoted"];
 
+/// How the harness reaches between the nodes.
+enum Paths {
+    /// Processes: `relays[i]` are the client and bus relays of
+    /// `run.nodes[i]`.
+    Relays(Vec<(NodeRelay, NodeRelay)>),
+    /// Containers: the nodes reach each other at their addresses on the
+    /// run's network, and the harness acts on the containers and on the
+    /// servers themselves.
+    Network,
+}
+
 impl ClusterTopology {
     /// The URL clients use: every node, through its relay.
     pub(crate) fn url(&self) -> String {
@@ -100,51 +133,148 @@ impl ClusterTopology {
     pub(crate) fn url_of(&self, nodes: &[usize]) -> String {
         let addrs: Vec<String> = nodes
             .iter()
-            .filter_map(|&i| self.relays.get(i))
-            .map(|(client, _)| client.addr.to_string())
+            .filter_map(|&i| self.addrs.get(i))
+            .map(SocketAddr::to_string)
             .collect();
         lockcore::cluster_url(&addrs)
     }
 
-    /// `redis://` of node `index` as clients reach it (its relay).
-    pub(crate) fn client_url(&self, index: usize) -> String {
-        format!("redis://{}", self.relays[index].0.addr)
+    /// The URL of a client on `nodes[master]`'s side of
+    /// [`ClusterTopology::cut_off`]: a cluster client that knows the cluster
+    /// by that node alone on processes; on Docker a plain client of the node
+    /// at its address on the clients' network, since the address it
+    /// announces to the cluster (which a cluster client would be sent to)
+    /// is on the network that is cut.
+    pub(crate) fn url_on_side_of(&self, run: &Run, master: usize) -> String {
+        match self.paths {
+            Paths::Relays(_) => self.url_of(&[master]),
+            Paths::Network => run.nodes[master].url(),
+        }
     }
 
-    /// Holds back what `nodes[master]` sends its replica; its clients'
-    /// traffic flows.
-    pub(crate) fn hold_replication(&self, master: usize) {
-        self.relays[master].0.hold_replication();
+    /// `redis://` of node `index` as clients reach it.
+    pub(crate) fn client_url(&self, index: usize) -> String {
+        format!("redis://{}", self.addrs[index])
+    }
+
+    /// From now on, nothing `nodes[master]` is sent reaches its replica;
+    /// its clients' traffic flows. Says in the timeline how.
+    pub(crate) async fn hold_replication(&self, run: &Run, master: usize) -> Result<()> {
+        let (label, replica) = (run.nodes[master].label(), run.nodes[master + 1].label());
+        match &self.paths {
+            Paths::Relays(relays) => {
+                relays[master].0.hold_replication();
+                run.narrate(format!(
+                    "replication held back: from now on nothing {label} sends reaches {replica}"
+                ));
+            }
+            Paths::Network => {
+                refuse_replicas(&run.nodes[master]).await?;
+                run.narrate(format!(
+                    "replication stopped: {label} refuses its replica (an ACL takes PSYNC and SYNC from its default user) and has closed {replica}'s replication connection; {replica} tries to resync every second and is refused, so nothing {label} is sent from now on reaches it"
+                ));
+            }
+        }
+        Ok(())
     }
 
     /// Cuts `nodes[master]` off from every other node and from its
-    /// replica's replication, both ways; clients still reach it.
-    pub(crate) fn cut_off(&self, run: &Run, master: usize) {
-        let id = &self.ids[master];
-        for (i, (client, bus)) in self.relays.iter().enumerate() {
-            if i == master {
-                bus.cut_all();
-                client.cut_replication();
-            } else {
-                bus.cut_from(id);
+    /// replica's replication, both ways; clients on its side still reach
+    /// it (see [`ClusterTopology::url_on_side_of`]). Says in the timeline
+    /// how.
+    pub(crate) async fn cut_off(&self, run: &Run, master: usize) -> Result<()> {
+        let node = &run.nodes[master];
+        match &self.paths {
+            Paths::Relays(relays) => {
+                let id = &self.ids[master];
+                for (i, (client, bus)) in relays.iter().enumerate() {
+                    if i == master {
+                        bus.cut_all();
+                        client.cut_replication();
+                    } else {
+                        bus.cut_from(id);
+                    }
+                }
+                self.mark("fault");
+                run.narrate(format!(
+                    "the harness CUTS {} off: the cluster bus between it and the five other nodes, and its replication to {}, drop everything both ways; clients still reach it",
+                    node.label(),
+                    run.nodes[master + 1].label(),
+                ));
+            }
+            Paths::Network => {
+                let container = docker_node(node)?;
+                self.set_node_timeout(run, NODE_TIMEOUT_FOR_A_DOCKER_CUT)
+                    .await?;
+                run.narrate(format!(
+                    "cluster-node-timeout raised to {}ms on all six nodes: on Docker the cut is a call to the engine that can take hundreds of milliseconds on a busy machine, and client-A asks only once it returns",
+                    NODE_TIMEOUT_FOR_A_DOCKER_CUT.as_millis()
+                ));
+                let called = Instant::now();
+                container.leave_network().await?;
+                self.mark("fault");
+                run.narrate(format!(
+                    "the harness DISCONNECTED {} ({}) from Docker network {} (the engine answered in {}ms), where the five other nodes (its replica among them) reach it; the harness and client-A still reach it at {} on {}",
+                    node.label(),
+                    container.peer_addr().ip(),
+                    container.network_name().await?,
+                    called.elapsed().as_millis(),
+                    container.addr().ip(),
+                    container.clients_network_name().await?,
+                ));
             }
         }
-        self.mark("fault");
-        run.narrate(format!(
-            "the harness CUTS {} off: the cluster bus between it and the five other nodes, and its replication to {}, drop everything both ways; clients still reach it",
-            run.nodes[master].label(),
-            run.nodes[master + 1].label(),
-        ));
+        Ok(())
     }
 
-    /// Heals every cut.
-    pub(crate) fn heal(&self, run: &Run) {
-        for (client, bus) in &self.relays {
-            client.heal();
-            bus.heal();
+    /// Heals every cut, and says in the timeline how.
+    pub(crate) async fn heal(&self, run: &Run, master: usize) -> Result<()> {
+        match &self.paths {
+            Paths::Relays(relays) => {
+                for (client, bus) in relays {
+                    client.heal();
+                    bus.heal();
+                }
+                self.mark("heal");
+                run.narrate("the harness HEALS the cut: every node hears every other again");
+            }
+            Paths::Network => {
+                let node = &run.nodes[master];
+                let container = docker_node(node)?;
+                // Back to the cluster's own timeout, which is also how long
+                // the old master waits after the heal before it serves.
+                self.set_node_timeout(run, NODE_TIMEOUT).await?;
+                container.join_network().await?;
+                self.mark("heal");
+                run.narrate(format!(
+                    "the harness RECONNECTED {} to Docker network {}, at the same address ({}): every node hears every other again",
+                    node.label(),
+                    container.network_name().await?,
+                    container.peer_addr().ip(),
+                ));
+            }
         }
-        self.mark("heal");
-        run.narrate("the harness HEALS the cut: every node hears every other again");
+        Ok(())
+    }
+
+    /// Sets `cluster-node-timeout` on every node, at once.
+    async fn set_node_timeout(&self, run: &Run, timeout: Duration) -> Result<()> {
+        let millis = timeout.as_millis().to_string();
+        futures_util::future::try_join_all(run.nodes.iter().take(LABELS.len()).map(|node| {
+            let millis = millis.clone();
+            async move {
+                let mut conn = lockcore::connect(&node.url(), "harness").await?;
+                redis::cmd("CONFIG")
+                    .arg("SET")
+                    .arg("cluster-node-timeout")
+                    .arg(millis)
+                    .query_async::<()>(&mut conn)
+                    .await?;
+                Ok::<(), HarnessError>(())
+            }
+        }))
+        .await?;
+        Ok(())
     }
 
     /// Notes that the harness did `step` now, for the line of phase times.
@@ -232,60 +362,95 @@ impl Run {
                 stage.description.name, stage.description.nodes
             )));
         }
-        match env.backend {
-            Backend::Process => {}
-            Backend::Docker { .. } => {
-                return Err(HarnessError::NotApplicable(CLUSTER_ON_PROCESSES));
-            }
+        let on_docker = match env.backend {
+            Backend::Process => false,
+            Backend::Docker { .. } => true,
             Backend::External(_) => return Err(HarnessError::NotApplicable(external::NO_FAULTS)),
-        }
+        };
         let setup_started = Instant::now();
         let mut env = env.for_new_run();
         env.timing.ttl = env.timing.ttl.max(LEASE);
-
-        // Each node announces its relays as its ports, so the relays are
-        // bound first; the six servers then start at once.
-        let mut relays = Vec::new();
-        for _ in LABELS {
-            relays.push((NodeRelay::bind().await?, NodeRelay::bind().await?));
-        }
         let timeout = NODE_TIMEOUT.as_millis().to_string();
-        let backend = &env.backend;
-        let nodes = futures_util::future::try_join_all(LABELS.iter().zip(&relays).map(
-            |(label, (client, bus))| {
-                let (client_port, bus_port) =
-                    (client.addr.port().to_string(), bus.addr.port().to_string());
-                let timeout = timeout.clone();
-                async move {
-                    // ANCHOR: cluster_config
-                    let args = [
-                        "--cluster-node-timeout",
-                        &timeout,
-                        "--cluster-announce-ip",
-                        "127.0.0.1",
-                        "--cluster-announce-port",
-                        &client_port,
-                        "--cluster-announce-bus-port",
-                        &bus_port,
-                        // Every replica stays with its master.
-                        "--cluster-allow-replica-migration",
-                        "no",
-                        // No wait before a full sync: the replica is there.
-                        "--repl-diskless-sync-delay",
-                        "0",
-                    ];
-                    // ANCHOR_END: cluster_config
-                    Node::start_cluster_node(backend, label, &args).await
-                }
-            },
-        ))
-        .await?;
-        for (node, (client, bus)) in nodes.iter().zip(&mut relays) {
-            let bus_addr = node.cluster_bus_addr().ok_or_else(|| {
-                HarnessError::Topology(format!("{} has no cluster bus", node.label()))
-            })?;
-            client.start(node.addr(), Port::Client);
-            bus.start(bus_addr, Port::Bus);
+        // ANCHOR: cluster_config
+        let common = [
+            "--cluster-node-timeout",
+            &timeout,
+            // Every replica stays with its master.
+            "--cluster-allow-replica-migration",
+            "no",
+            // No wait before a full sync: the replica is there.
+            "--repl-diskless-sync-delay",
+            "0",
+        ];
+        // ANCHOR_END: cluster_config
+
+        // The six nodes and the database start at once (on Docker each is a
+        // container, seconds when started one after another).
+        let (mut nodes, db, paths) = if on_docker {
+            let backend = &env.backend;
+            let (nodes, db) = tokio::try_join!(
+                futures_util::future::try_join_all(
+                    LABELS
+                        .iter()
+                        .map(|label| Node::start_cluster_node(backend, label, &common))
+                ),
+                Node::start(backend, "db", &[]),
+            )?;
+            (nodes, db, Paths::Network)
+        } else {
+            // Each node announces its relays as its ports, so the relays
+            // are bound first.
+            let mut relays = Vec::new();
+            for _ in LABELS {
+                relays.push((NodeRelay::bind().await?, NodeRelay::bind().await?));
+            }
+            let backend = &env.backend;
+            let (nodes, db) = tokio::try_join!(
+                futures_util::future::try_join_all(LABELS.iter().zip(&relays).map(
+                    |(label, (client, bus))| {
+                        let (client_port, bus_port) =
+                            (client.addr.port().to_string(), bus.addr.port().to_string());
+                        async move {
+                            let announce = [
+                                "--cluster-announce-ip",
+                                "127.0.0.1",
+                                "--cluster-announce-port",
+                                &client_port,
+                                "--cluster-announce-bus-port",
+                                &bus_port,
+                            ];
+                            let args: Vec<&str> = common.iter().chain(&announce).copied().collect();
+                            Node::start_cluster_node(backend, label, &args).await
+                        }
+                    }
+                )),
+                Node::start(backend, "db", &[]),
+            )?;
+            for (node, (client, bus)) in nodes.iter().zip(&mut relays) {
+                let bus_addr = node.cluster_bus_addr().ok_or_else(|| {
+                    HarnessError::Topology(format!("{} has no cluster bus", node.label()))
+                })?;
+                client.start(node.addr(), Port::Client);
+                bus.start(bus_addr, Port::Bus);
+            }
+            (nodes, db, Paths::Relays(relays))
+        };
+        // Where the other nodes and cluster clients reach each node (client
+        // port, bus port).
+        let ways: Vec<(SocketAddr, u16)> = match &paths {
+            Paths::Relays(relays) => relays
+                .iter()
+                .map(|(client, bus)| (client.addr, bus.addr.port()))
+                .collect(),
+            Paths::Network => nodes
+                .iter()
+                .map(|n| (n.peer_addr(), CONTAINER_CLUSTER_BUS_PORT))
+                .collect(),
+        };
+        if on_docker {
+            // The partition story cuts master1 off the run's network; the
+            // harness and client-A reach it on the clients' network.
+            nodes[0].join_clients_network().await?;
         }
         // One connection to each node for all the asking below.
         let mut conns = futures_util::future::try_join_all(nodes.iter().map(|n| {
@@ -295,7 +460,17 @@ impl Run {
         .await
         .map_err(|e| setup_failed("connecting to the nodes", e.into()))?;
         let mut ids = Vec::new();
-        for conn in &mut conns {
+        for (conn, (addr, _)) in conns.iter_mut().zip(&ways) {
+            if on_docker {
+                // The address on the run's network, even for a node that
+                // is on the clients' network too.
+                redis::cmd("CONFIG")
+                    .arg("SET")
+                    .arg("cluster-announce-ip")
+                    .arg(addr.ip().to_string())
+                    .query_async::<()>(conn)
+                    .await?;
+            }
             ids.push(
                 redis::cmd("CLUSTER")
                     .arg("MYID")
@@ -304,7 +479,7 @@ impl Run {
                     .map_err(|e| setup_failed("CLUSTER MYID", e.into()))?,
             );
         }
-        let slot = form_cluster(&mut conns, &relays, &ids)
+        let slot = form_cluster(&mut conns, &ways, &ids)
             .await
             .map_err(|e| setup_failed("forming the cluster", e))?;
         for replica in [1, 3, 5] {
@@ -320,15 +495,15 @@ impl Run {
             .map_err(|e| setup_failed("waiting for the cluster to settle", e))?;
         drop(conns);
 
-        let mut run = Self::start_on(stage, env, stock, nodes).await?;
+        let mut run = Self::start_with_db(stage, env, stock, nodes, db).await?;
         let labels: HashMap<String, String> = ids
             .iter()
             .zip(LABELS)
             .map(|(id, label)| (id.clone(), label.to_owned()))
             .collect();
-        for (i, (client, _)) in relays.iter().enumerate() {
+        for (i, (addr, _)) in ways.iter().enumerate() {
             run.timeline()
-                .name_node(&format!("redis://{}", client.addr), LABELS[i]);
+                .name_node(&format!("redis://{addr}"), LABELS[i]);
         }
         let watcher = ClusterWatcher::start(
             &run.nodes[WATCHING].url(),
@@ -339,7 +514,8 @@ impl Run {
         .await?;
         let topology = ClusterTopology {
             watcher: Some(watcher),
-            relays,
+            paths,
+            addrs: ways.iter().map(|(addr, _)| *addr).collect(),
             ids,
             slot,
             phases: Phases::new(
@@ -365,6 +541,52 @@ fn setup_failed(step: &str, error: HarnessError) -> HarnessError {
     HarnessError::Topology(format!("setting up the cluster, {step}: {error}"))
 }
 
+/// The container behind `node`, which every node of a cluster on Docker
+/// has.
+fn docker_node(node: &Node) -> Result<&RedisContainer> {
+    node.container().ok_or_else(|| {
+        HarnessError::Unsupported(format!("{} is not a Docker container", node.label()))
+    })
+}
+
+/// Makes `master` refuse its replicas: its default user may no longer
+/// `PSYNC` or `SYNC` (a replica connects as that user), and the
+/// replication connections it serves are closed. Waits until it serves
+/// none.
+async fn refuse_replicas(master: &Node) -> Result<()> {
+    let mut conn = lockcore::connect(&master.url(), "harness").await?;
+    redis::cmd("ACL")
+        .arg("SETUSER")
+        .arg("default")
+        .arg("-psync")
+        .arg("-sync")
+        .query_async::<()>(&mut conn)
+        .await?;
+    redis::cmd("CLIENT")
+        .arg("KILL")
+        .arg("TYPE")
+        .arg("replica")
+        .query_async::<i64>(&mut conn)
+        .await?;
+    let deadline = Instant::now() + SETTLE_WITHIN;
+    loop {
+        let info: String = redis::cmd("INFO")
+            .arg("replication")
+            .query_async(&mut conn)
+            .await?;
+        if info.lines().any(|l| l.trim() == "connected_slaves:0") {
+            return Ok(());
+        }
+        if Instant::now() > deadline {
+            return Err(HarnessError::Topology(format!(
+                "{} still served a replica {SETTLE_WITHIN:?} after refusing them",
+                master.label()
+            )));
+        }
+        sleep(POLL).await;
+    }
+}
+
 /// The range of [`RANGES`] that holds `slot`.
 fn range_of(slot: u16) -> usize {
     RANGES
@@ -376,11 +598,11 @@ fn range_of(slot: u16) -> usize {
 /// Gives each master its slots and its own configuration epoch (as
 /// `redis-cli --cluster create` does), the range with the lock key's slot
 /// to `nodes[0]`, and introduces every node to every other (`CLUSTER
-/// MEET`, at its relays), then waits until each knows every other by its
+/// MEET`, at `ways`: each node's address and bus port), then waits until each knows every other by its
 /// id (`ids`). Returns the lock key's slot.
 async fn form_cluster(
     conns: &mut [Connection],
-    relays: &[(NodeRelay, NodeRelay)],
+    ways: &[(SocketAddr, u16)],
     ids: &[String],
 ) -> Result<u16> {
     let key = lockcore::LockConfig::with_ttl(LEASE).key;
@@ -405,12 +627,12 @@ async fn form_cluster(
             .await?;
     }
     for (i, conn) in conns.iter_mut().enumerate() {
-        for (client, bus) in &relays[i + 1..] {
+        for (client, bus_port) in &ways[i + 1..] {
             redis::cmd("CLUSTER")
                 .arg("MEET")
-                .arg(client.addr.ip().to_string())
-                .arg(client.addr.port())
-                .arg(bus.addr.port())
+                .arg(client.ip().to_string())
+                .arg(client.port())
+                .arg(*bus_port)
                 .query_async::<()>(conn)
                 .await?;
         }

@@ -28,7 +28,7 @@ const LEGEND: [(&str, &str); 10] = [
 ];
 
 /// The Chinese of every reason a scenario gives for not applying.
-const REASONS: [(&str, &str); 38] = [
+const REASONS: [(&str, &str); 37] = [
     (
         "no lock command to crash after",
         "没有加锁命令，也就谈不上在它之后崩溃",
@@ -73,10 +73,6 @@ const REASONS: [(&str, &str); 38] = [
     (
         "etcd: no Redis Cluster; a member cut off from the majority serves no writes",
         "etcd：没有 Redis 集群；与多数派断开的成员不再接受写入",
-    ),
-    (
-        "the Redis Cluster stories run on redis-server processes only (LOCKSTAGES_BACKEND=process); their containers are not built yet",
-        "Redis 集群的场景目前只在 redis-server 进程上运行（LOCKSTAGES_BACKEND=process）；它们的容器版本还没做",
     ),
     (
         "ZooKeeper: a dead waiter's node leaves the line with its session; not yet a story here",
