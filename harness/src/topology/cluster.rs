@@ -60,14 +60,6 @@ use crate::server::{Backend, CONTAINER_CLUSTER_BUS_PORT, Node, RedisContainer, e
 // ANCHOR: node_timeout
 const NODE_TIMEOUT: Duration = Duration::from_millis(500);
 // ANCHOR_END: node_timeout
-
-/// The node timeout while a master is cut off on Docker. The cut is an
-/// API call to the engine, whose answer can come hundreds of milliseconds
-/// after the link is gone when the machine is busy; client-A asks the
-/// cut-off master when the answer comes, and must still find it granting
-/// locks. Four times the longest such call seen under a whole matrix
-/// (about half a second).
-const NODE_TIMEOUT_FOR_A_DOCKER_CUT: Duration = Duration::from_secs(2);
 /// The slots, split in three ranges as `redis-cli --cluster create` does.
 const RANGES: [(u16, u16); 3] = [(0, 5460), (5461, 10922), (10923, 16383)];
 /// Labels, in the order of `run.nodes`: each master and then its replica.
@@ -110,6 +102,32 @@ pub(crate) struct ClusterTopology {
 /// The cluster's events a phase line shows, each the first one after the
 /// fault (or the heal).
 const TIMED_EVENTS: &[&str] = &["+pfail", "+fail", "+promoted", "+demoted"];
+
+/// A cut being made (see [`ClusterTopology::cut_off`]).
+#[must_use = "a cut is made only once it is finished"]
+pub(crate) struct Cut {
+    /// On Docker: the engine's disconnect, when it was asked for, and the
+    /// label of the node it cuts off.
+    engine: Option<(tokio::task::JoinHandle<Result<()>>, Instant, String)>,
+}
+
+impl Cut {
+    /// Waits until the cut is in place, and says so in the timeline with
+    /// how long the engine took.
+    pub(crate) async fn finished(self, run: &Run) -> Result<()> {
+        let Some((engine, started, label)) = self.engine else {
+            return Ok(());
+        };
+        engine
+            .await
+            .map_err(|e| HarnessError::Docker(format!("the disconnect task failed: {e}")))??;
+        run.narrate(format!(
+            "the Docker engine answered {}ms after it was asked: {label} is DISCONNECTED from the other nodes",
+            started.elapsed().as_millis()
+        ));
+        Ok(())
+    }
+}
 
 /// How the harness reaches between the nodes.
 enum Paths {
@@ -181,8 +199,10 @@ impl ClusterTopology {
     /// Cuts `nodes[master]` off from every other node and from its
     /// replica's replication, both ways; clients on its side still reach
     /// it (see [`ClusterTopology::url_on_side_of`]). Says in the timeline
-    /// how.
-    pub(crate) async fn cut_off(&self, run: &Run, master: usize) -> Result<()> {
+    /// how. The cut is made when the returned [`Cut`] is finished: at once
+    /// on processes; on Docker, when the engine answers, which a story does
+    /// not wait for before its client asks the cut-off master.
+    pub(crate) async fn cut_off(&self, run: &Run, master: usize) -> Result<Cut> {
         let node = &run.nodes[master];
         match &self.paths {
             Paths::Relays(relays) => {
@@ -201,30 +221,30 @@ impl ClusterTopology {
                     node.label(),
                     run.nodes[master + 1].label(),
                 ));
+                Ok(Cut { engine: None })
             }
             Paths::Network => {
                 let container = docker_node(node)?;
-                self.set_node_timeout(run, NODE_TIMEOUT_FOR_A_DOCKER_CUT)
-                    .await?;
-                run.narrate(format!(
-                    "cluster-node-timeout raised to {}ms on all six nodes: on Docker the cut is a call to the engine that can take hundreds of milliseconds on a busy machine, and client-A asks only once it returns",
-                    NODE_TIMEOUT_FOR_A_DOCKER_CUT.as_millis()
-                ));
-                let called = Instant::now();
-                container.leave_network().await?;
+                // Whether client-A's request lands just before the link
+                // goes or just after, its lock must not reach the replica.
+                refuse_replicas(node).await?;
+                let started = Instant::now();
+                let engine = container.start_leaving_network().await?;
                 self.mark("fault");
                 run.narrate(format!(
-                    "the harness DISCONNECTED {} ({}) from Docker network {} (the engine answered in {}ms), where the five other nodes (its replica among them) reach it; the harness and client-A still reach it at {} on {}",
-                    node.label(),
-                    container.peer_addr().ip(),
-                    container.network_name().await?,
-                    called.elapsed().as_millis(),
-                    container.addr().ip(),
-                    container.clients_network_name().await?,
+                    "the harness CUTS {label} off: it stops {label}'s replication ({label} refuses {replica}: an ACL takes PSYNC and SYNC from its default user) and asks the Docker engine to disconnect {label} ({peer}) from network {network}, where the five other nodes reach it; the harness and client-A still reach it at {addr} on {clients}",
+                    label = node.label(),
+                    replica = run.nodes[master + 1].label(),
+                    peer = container.peer_addr().ip(),
+                    network = container.network_name().await?,
+                    addr = container.addr().ip(),
+                    clients = container.clients_network_name().await?,
                 ));
+                Ok(Cut {
+                    engine: Some((engine, started, node.label().to_owned())),
+                })
             }
         }
-        Ok(())
     }
 
     /// Heals every cut, and says in the timeline how.
@@ -241,9 +261,6 @@ impl ClusterTopology {
             Paths::Network => {
                 let node = &run.nodes[master];
                 let container = docker_node(node)?;
-                // Back to the cluster's own timeout, which is also how long
-                // the old master waits after the heal before it serves.
-                self.set_node_timeout(run, NODE_TIMEOUT).await?;
                 container.join_network().await?;
                 self.mark("heal");
                 run.narrate(format!(
@@ -254,26 +271,6 @@ impl ClusterTopology {
                 ));
             }
         }
-        Ok(())
-    }
-
-    /// Sets `cluster-node-timeout` on every node, at once.
-    async fn set_node_timeout(&self, run: &Run, timeout: Duration) -> Result<()> {
-        let millis = timeout.as_millis().to_string();
-        futures_util::future::try_join_all(run.nodes.iter().take(LABELS.len()).map(|node| {
-            let millis = millis.clone();
-            async move {
-                let mut conn = lockcore::connect(&node.url(), "harness").await?;
-                redis::cmd("CONFIG")
-                    .arg("SET")
-                    .arg("cluster-node-timeout")
-                    .arg(millis)
-                    .query_async::<()>(&mut conn)
-                    .await?;
-                Ok::<(), HarnessError>(())
-            }
-        }))
-        .await?;
         Ok(())
     }
 

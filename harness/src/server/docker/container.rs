@@ -219,6 +219,25 @@ impl RedisContainer {
         self.disconnect(name).await
     }
 
+    /// Starts [`Self::leave_network`] and returns at once: the engine's
+    /// answer can come a second or more later on a busy machine, and a
+    /// story may need to act while the cut is being made. The task's
+    /// result is the engine's answer.
+    pub async fn start_leaving_network(&self) -> Result<tokio::task::JoinHandle<Result<()>>> {
+        let name = self.network.name(&self.docker).await?.to_owned();
+        let (docker, id) = (self.docker.clone(), self.container.id().to_owned());
+        Ok(tokio::spawn(async move {
+            let request = NetworkDisconnectRequest {
+                container: id,
+                force: Some(true),
+            };
+            docker
+                .disconnect_network(&name, request)
+                .await
+                .map_err(|e| HarnessError::Docker(format!("disconnect from {name}: {e}")))
+        }))
+    }
+
     /// Connects the node to the run's network again, at the address it
     /// had, and returns once the harness's host reaches it there.
     ///
