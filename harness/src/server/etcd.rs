@@ -20,6 +20,7 @@ use std::future::Future;
 use std::net::SocketAddr;
 use std::pin::Pin;
 use std::process::Command;
+use std::sync::OnceLock;
 use std::time::Duration;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -52,8 +53,19 @@ fn missing() -> HarnessError {
     HarnessError::NoEtcd(ETCD_INSTALL_HINT.to_owned())
 }
 
-/// Whether `etcd` runs here; the error says what to install.
+/// Whether `etcd` runs here; the error says what to install. Asked once
+/// per process when the answer is yes.
 pub fn etcd_installed() -> Result<()> {
+    static FOUND: OnceLock<()> = OnceLock::new();
+    if FOUND.get().is_some() {
+        return Ok(());
+    }
+    crate::process::wait_off_the_runtime(ask_etcd_version)?;
+    FOUND.get_or_init(|| ());
+    Ok(())
+}
+
+fn ask_etcd_version() -> Result<()> {
     match Command::new("etcd").arg("--version").output() {
         Ok(out) if out.status.success() => Ok(()),
         Ok(out) => Err(HarnessError::NoEtcd(format!(

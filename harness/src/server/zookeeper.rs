@@ -22,6 +22,7 @@ use std::net::SocketAddr;
 use std::path::Path;
 use std::pin::Pin;
 use std::process::{Command, Stdio};
+use std::sync::OnceLock;
 use std::time::Duration;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -52,8 +53,19 @@ pub const TICK: Duration = Duration::from_millis(100);
 /// A JVM starting on a loaded machine takes seconds; three at once longer.
 const READY_WITHIN: Duration = Duration::from_secs(90);
 
-/// The classpath of the server, or what to install.
+/// The classpath of the server, or what to install. Found once per
+/// process: asking `java -version` starts a JVM, a fifth of a second of
+/// CPU that every stage 9 cell of a matrix would otherwise spend again.
 pub fn zookeeper_classpath() -> Result<String> {
+    static FOUND: OnceLock<String> = OnceLock::new();
+    if let Some(classpath) = FOUND.get() {
+        return Ok(classpath.clone());
+    }
+    let classpath = crate::process::wait_off_the_runtime(find_classpath)?;
+    Ok(FOUND.get_or_init(|| classpath).clone())
+}
+
+fn find_classpath() -> Result<String> {
     let java = Command::new("java")
         .arg("-version")
         .stdout(Stdio::null())
