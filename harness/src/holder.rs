@@ -414,7 +414,7 @@ impl HolderProcess {
     /// `kill -9`.
     pub fn kill(&mut self) -> Result<()> {
         process::send(self.pid(), Signal::Kill)?;
-        let _ = process::wait_off_the_runtime(|| self.child.wait());
+        let _ = self.child.wait();
         self.history.died(&self.name, "KILLED with kill -9");
         Ok(())
     }
@@ -441,7 +441,7 @@ impl HolderProcess {
 impl Drop for HolderProcess {
     fn drop(&mut self) {
         let _ = process::send(self.pid(), Signal::Kill);
-        let _ = process::wait_off_the_runtime(|| self.child.wait());
+        let _ = self.child.wait();
     }
 }
 

@@ -65,22 +65,6 @@ pub fn spawn(command: Command) -> io::Result<Child> {
         .map_err(|_| io::Error::other("the spawner thread is gone"))?
 }
 
-/// Runs `wait`, which blocks its thread (a join, a child's exit), without
-/// stalling the async runtime when called from one of its workers: tokio
-/// hands the worker's other tasks to another thread meanwhile. On two cores
-/// the runtime has two workers; two destructors waiting on the Docker
-/// engine at once would otherwise stop every relay and watcher of every
-/// cell in the process, long enough for a Sentinel to call a healthy
-/// master down.
-pub(crate) fn wait_off_the_runtime<T>(wait: impl FnOnce() -> T) -> T {
-    match tokio::runtime::Handle::try_current() {
-        Ok(handle) if handle.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
-            tokio::task::block_in_place(wait)
-        }
-        _ => wait(),
-    }
-}
-
 /// The signals the harness sends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Signal {

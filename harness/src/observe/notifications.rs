@@ -119,7 +119,7 @@ impl Drop for BorrowedNotifications {
     fn drop(&mut self) {
         let url = self.url.clone();
         // Its own thread and runtime: a destructor cannot await.
-        let thread = std::thread::spawn(move || -> Result<()> {
+        let _ = std::thread::spawn(move || -> Result<()> {
             let mut map = borrowed().blocking_lock();
             let last = map.get_mut(&url).is_some_and(|entry| {
                 entry.watchers -= 1;
@@ -143,8 +143,8 @@ impl Drop for BorrowedNotifications {
                 }
                 Ok(())
             })
-        });
-        let _ = crate::process::wait_off_the_runtime(|| thread.join());
+        })
+        .join();
     }
 }
 

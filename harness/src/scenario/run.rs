@@ -58,7 +58,7 @@ impl Drop for KeyCleanup {
         let url = self.url.clone();
         let patterns = [format!("{}*", self.prefix), format!("{{{}*", self.prefix)];
         // Its own thread and runtime: a destructor cannot await.
-        let thread = std::thread::spawn(move || -> Result<()> {
+        let _ = std::thread::spawn(move || -> Result<()> {
             let runtime = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
                 .build()?;
@@ -88,8 +88,8 @@ impl Drop for KeyCleanup {
                 }
                 Ok(())
             })
-        });
-        let _ = crate::process::wait_off_the_runtime(|| thread.join());
+        })
+        .join();
     }
 }
 

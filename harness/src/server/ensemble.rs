@@ -277,7 +277,7 @@ impl Member {
     pub fn stop(&mut self) {
         if let Some(mut child) = self.child.take() {
             let _ = process::send(child.id(), Signal::Kill);
-            let _ = process::wait_off_the_runtime(|| child.wait());
+            let _ = child.wait();
         }
     }
 

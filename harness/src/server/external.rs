@@ -88,7 +88,7 @@ pub fn check(url: &str) -> Result<()> {
     let client = redis::Client::open(url).map_err(|e| malformed(url, &e.to_string()))?;
     address_of(url)?;
     let url = url.to_owned();
-    let thread = std::thread::spawn(move || {
+    std::thread::spawn(move || {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()?;
@@ -113,12 +113,9 @@ pub fn check(url: &str) -> Result<()> {
             // now, once, if it cannot.
             check_config_allowed(&url, &mut conn).await
         })
-    });
-    crate::process::wait_off_the_runtime(|| thread.join()).unwrap_or_else(|_| {
-        Err(HarnessError::NoRedis(
-            "the check of the server panicked".into(),
-        ))
     })
+    .join()
+    .unwrap_or_else(|_| Err(HarnessError::NoRedis("the check of the server panicked".into())))
 }
 
 /// The server's `notify-keyspace-events` flags (`CONFIG GET`).

@@ -244,7 +244,7 @@ impl RedisProcess {
     fn stop(&mut self) {
         if let Some(mut child) = self.child.take() {
             let _ = process::send(child.id(), Signal::Kill);
-            let _ = process::wait_off_the_runtime(|| child.wait());
+            let _ = child.wait();
         }
     }
 }

@@ -61,7 +61,7 @@ pub fn zookeeper_classpath() -> Result<String> {
     if let Some(classpath) = FOUND.get() {
         return Ok(classpath.clone());
     }
-    let classpath = crate::process::wait_off_the_runtime(find_classpath)?;
+    let classpath = find_classpath()?;
     Ok(FOUND.get_or_init(|| classpath).clone())
 }
 

@@ -50,14 +50,14 @@ where
     T: Send + 'static,
     F: Future<Output = Result<T>>,
 {
-    let thread = std::thread::spawn(move || {
+    std::thread::spawn(move || {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()?;
         runtime.block_on(async move { work(engine()?).await })
-    });
-    crate::process::wait_off_the_runtime(|| thread.join())
-        .unwrap_or_else(|_| Err(HarnessError::Docker("the engine thread panicked".into())))
+    })
+    .join()
+    .unwrap_or_else(|_| Err(HarnessError::Docker("the engine thread panicked".into())))
 }
 
 /// A client of the local engine (`DOCKER_HOST` or the default socket).
