@@ -48,11 +48,13 @@ use lockcore::{Connection, StageEntry};
 use tokio::time::{Instant, sleep};
 
 use self::relay::{NodeRelay, Port};
+use super::docker_node;
 use super::phases::Phases;
+use super::sentinel::wait_for_replication_info;
 use crate::error::{HarnessError, Result};
 use crate::observe::{ClusterWatcher, cluster_nodes};
 use crate::scenario::{Run, ScenarioEnv};
-use crate::server::{Backend, CONTAINER_CLUSTER_BUS_PORT, Node, RedisContainer, external};
+use crate::server::{Backend, CONTAINER_CLUSTER_BUS_PORT, Node, external};
 
 /// How long a node may stay silent before another calls it failing
 /// (`fail?`), and the unit of the cluster's other waits (a failure report
@@ -538,14 +540,6 @@ fn setup_failed(step: &str, error: HarnessError) -> HarnessError {
     HarnessError::Topology(format!("setting up the cluster, {step}: {error}"))
 }
 
-/// The container behind `node`, which every node of a cluster on Docker
-/// has.
-fn docker_node(node: &Node) -> Result<&RedisContainer> {
-    node.container().ok_or_else(|| {
-        HarnessError::Unsupported(format!("{} is not a Docker container", node.label()))
-    })
-}
-
 /// Makes `master` refuse its replicas: its default user may no longer
 /// `PSYNC` or `SYNC` (a replica connects as that user), and the
 /// replication connections it serves are closed. Waits until it serves
@@ -565,23 +559,7 @@ async fn refuse_replicas(master: &Node) -> Result<()> {
         .arg("replica")
         .query_async::<i64>(&mut conn)
         .await?;
-    let deadline = Instant::now() + SETTLE_WITHIN;
-    loop {
-        let info: String = redis::cmd("INFO")
-            .arg("replication")
-            .query_async(&mut conn)
-            .await?;
-        if info.lines().any(|l| l.trim() == "connected_slaves:0") {
-            return Ok(());
-        }
-        if Instant::now() > deadline {
-            return Err(HarnessError::Topology(format!(
-                "{} still served a replica {SETTLE_WITHIN:?} after refusing them",
-                master.label()
-            )));
-        }
-        sleep(POLL).await;
-    }
+    wait_for_replication_info(master, "connected_slaves", "0", SETTLE_WITHIN).await
 }
 
 /// The range of [`RANGES`] that holds `slot`.

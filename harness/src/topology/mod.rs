@@ -12,3 +12,13 @@ mod phases;
 pub mod redlock;
 pub(crate) mod replicated;
 pub(crate) mod sentinel;
+
+use crate::error::{HarnessError, Result};
+use crate::server::{Node, RedisContainer};
+
+/// The container behind `node`, for a story that acts on the Docker
+/// backend's nodes (every node of a run on Docker has one).
+fn docker_node(node: &Node) -> Result<&RedisContainer> {
+    node.container()
+        .ok_or_else(|| HarnessError::Bug(format!("{} is not a Docker container", node.label())))
+}

@@ -44,12 +44,13 @@ use lockcore::StageEntry;
 use tokio::sync::watch;
 use tokio::time::{Instant, sleep};
 
+use super::docker_node;
 use super::phases::Phases;
 use super::replicated::{ReplicationLink, wait_in_sync};
 use crate::error::{HarnessError, Result};
 use crate::observe::{SentinelWatcher, wait_for_switch};
 use crate::scenario::{Run, ScenarioEnv};
-use crate::server::{Backend, Node, RedisContainer};
+use crate::server::{Backend, Node};
 
 /// The name the Sentinels know the master by.
 pub(crate) const SERVICE: &str = "lockmaster";
@@ -474,13 +475,6 @@ async fn follow(replica: &Node, master: SocketAddr) -> Result<()> {
         .query_async::<()>(&mut conn)
         .await?;
     Ok(())
-}
-
-/// The container behind `node`, which a topology started with
-/// `by_network` has.
-fn docker_node(node: &Node) -> Result<&RedisContainer> {
-    node.container()
-        .ok_or_else(|| HarnessError::Bug(format!("{} is not a Docker container", node.label())))
 }
 
 /// Sets [`PERIODS`] on `sentinel`.

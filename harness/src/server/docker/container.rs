@@ -226,16 +226,9 @@ impl RedisContainer {
     pub async fn start_leaving_network(&self) -> Result<tokio::task::JoinHandle<Result<()>>> {
         let name = self.network.name(&self.docker).await?.to_owned();
         let (docker, id) = (self.docker.clone(), self.container.id().to_owned());
-        Ok(tokio::spawn(async move {
-            let request = NetworkDisconnectRequest {
-                container: id,
-                force: Some(true),
-            };
-            docker
-                .disconnect_network(&name, request)
-                .await
-                .map_err(|e| HarnessError::Docker(format!("disconnect from {name}: {e}")))
-        }))
+        Ok(tokio::spawn(
+            async move { disconnect(&docker, id, &name).await },
+        ))
     }
 
     /// Connects the node to the run's network again, at the address it
@@ -268,14 +261,7 @@ impl RedisContainer {
     }
 
     async fn disconnect(&self, network: &str) -> Result<()> {
-        let request = NetworkDisconnectRequest {
-            container: self.container.id().to_owned(),
-            force: Some(true),
-        };
-        self.docker
-            .disconnect_network(network, request)
-            .await
-            .map_err(|e| HarnessError::Docker(format!("disconnect from {network}: {e}")))
+        disconnect(&self.docker, self.container.id().to_owned(), network).await
     }
 
     /// Connects the node to `network`, at `ip` if given (else Docker
@@ -347,4 +333,17 @@ async fn address_on(docker: &Docker, id: &str, network: &str) -> Result<Ipv4Addr
         .and_then(|endpoint| endpoint.ip_address)
         .and_then(|ip| ip.parse().ok())
         .ok_or_else(|| HarnessError::Docker(format!("container {id} has no address on {network}")))
+}
+
+/// Disconnects container `id` from `network`, forcibly: the engine's
+/// answer to a node being cut off.
+async fn disconnect(docker: &Docker, id: String, network: &str) -> Result<()> {
+    let request = NetworkDisconnectRequest {
+        container: id,
+        force: Some(true),
+    };
+    docker
+        .disconnect_network(network, request)
+        .await
+        .map_err(|e| HarnessError::Docker(format!("disconnect from {network}: {e}")))
 }
