@@ -42,24 +42,6 @@ impl Proxies {
         }
     }
 
-    /// Waits, for at most `within`, until each node at `indices` has dropped
-    /// a request of `client`'s since it was cut off. `false` if one has not.
-    pub async fn until_requests_dropped(
-        &self,
-        client: &str,
-        indices: impl IntoIterator<Item = usize>,
-        within: Duration,
-    ) -> bool {
-        let deadline = tokio::time::Instant::now() + within;
-        for proxy in indices.into_iter().filter_map(|i| self.0.get(i)) {
-            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
-            if !proxy.until_a_request_was_dropped(client, left).await {
-                return false;
-            }
-        }
-        true
-    }
-
     /// Lifts every rule for `client` on every node.
     pub fn heal(&self, client: &str) {
         for proxy in &self.0 {

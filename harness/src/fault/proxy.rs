@@ -24,7 +24,7 @@ use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{mpsc, watch};
+use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio::time::{Instant, sleep_until};
 
@@ -41,10 +41,6 @@ struct Rule {
 #[derive(Debug, Default)]
 struct Rules {
     by_client: Mutex<HashMap<String, Rule>>,
-    /// Per client, how many chunks of its requests were dropped since it
-    /// was last cut off: proof that what it sent across the partition was
-    /// lost, not merely late.
-    dropped: watch::Sender<HashMap<String, u64>>,
 }
 
 impl Rules {
@@ -133,24 +129,8 @@ impl Proxy {
 
     /// Drops everything between `client` and the node, both ways.
     pub fn cut_off(&self, client: &str) {
-        self.rules.dropped.send_modify(|dropped| {
-            dropped.remove(client);
-        });
         self.rules.update(client, |rule| rule.cut_off = true);
         self.narrate(format!("{client} is CUT OFF from this node (a partition)"));
-    }
-
-    /// Waits, for at most `within`, until a request of `client`'s has been
-    /// dropped since it was last [cut off](Proxy::cut_off). `false` if none
-    /// was.
-    ///
-    /// Why: a client that stops waiting for a node's answer may not have
-    /// sent its request yet (a task of its own sends it a moment later). A
-    /// partition healed before then lets that request through after all.
-    pub async fn until_a_request_was_dropped(&self, client: &str, within: Duration) -> bool {
-        let mut dropped = self.rules.dropped.subscribe();
-        let seen = dropped.wait_for(|dropped| dropped.get(client).is_some_and(|n| *n > 0));
-        matches!(tokio::time::timeout(within, seen).await, Ok(Ok(_)))
     }
 
     /// Lifts every rule for `client`.
@@ -252,13 +232,7 @@ async fn requests(
                     return;
                 }
             }
-            Passage::Drop => {
-                if let Some(name) = link.name.get() {
-                    rules.dropped.send_modify(|dropped| {
-                        *dropped.entry(name.clone()).or_default() += 1;
-                    });
-                }
-            }
+            Passage::Drop => {}
             Passage::Close => return,
         }
     }

@@ -100,6 +100,14 @@ impl Run {
     /// Lets `client` take the lock. On Redlock, the nodes past a bare
     /// majority are cut off from it first, so it holds exactly N/2+1 of them
     /// (`node1`…`node3` of five); on one node it simply takes the lock.
+    ///
+    /// The partition lasts for the rest of the run. A Redlock client stops
+    /// counting at a majority, but its votes to the nodes it did not hear
+    /// from are still in line behind its earlier rounds' (each waits for
+    /// the one before it, then for its own timeout): a heal, however late,
+    /// could let one of them through and give `client` a fourth and fifth
+    /// node (seen in a whole matrix on a busy machine: "holds the lock on
+    /// exactly 5 of 5 nodes", and client-B kept out).
     pub async fn hold_bare_majority(
         &mut self,
         proxies: &Proxies,
@@ -112,21 +120,6 @@ impl Run {
         }
         let asked = tokio::time::Instant::now();
         let held = client.acquire(self.env.timing.patience()).await?;
-        // A Redlock client stops counting at a majority and sends its last
-        // votes from a task of its own: the partition lasts until they have
-        // been sent into it, or healing it would let them through.
-        let safe_to_heal = count == 1
-            || held.is_none()
-            || proxies
-                .until_requests_dropped(client.name(), quorum..count, self.env.timing.patience())
-                .await;
-        proxies.heal(client.name());
-        if !safe_to_heal {
-            return Err(HarnessError::StoryNotTold(format!(
-                "{}'s requests never reached the nodes it was cut off from",
-                client.name()
-            )));
-        }
         let held = held.ok_or_else(|| {
             HarnessError::StoryNotTold(format!("{} could not take a free lock", client.name()))
         })?;
