@@ -65,6 +65,7 @@ use lockcore::{
     Acquired, ClientSetup, ConnectFuture, Connection, Description, DistributedLock, FaultPoints,
     LockConfig, LockError, Point, Release, StageEntry,
 };
+use redis::{ErrorKind, FromRedisValue, RedisResult, ServerErrorKind};
 use tokio::time::{Instant, sleep};
 use uuid::Uuid;
 
@@ -102,6 +103,41 @@ end
 return 0
 ";
 // ANCHOR_END: scripts
+
+/// Runs `script` on the node that serves `keys`: by its SHA1 (`EVALSHA`;
+/// on `NOSCRIPT`, `SCRIPT LOAD` and `EVALSHA` again, as redis-rs does), and
+/// if the node still has not got it, with `EVAL` and the whole text, which
+/// always works. On a Redis Cluster in the middle of a failover, the
+/// `SCRIPT LOAD` can reach the masters before the replica taking over the
+/// key's slot is one of them, and the second `EVALSHA` is refused too
+/// (seen in a whole matrix: stage8 x cluster-failover-wait).
+async fn run_script<T: FromRedisValue>(
+    conn: &Connection,
+    script: &str,
+    keys: &[&str],
+    args: &[&str],
+) -> RedisResult<T> {
+    let by_sha = redis::Script::new(script);
+    let mut invocation = by_sha.prepare_invoke();
+    for key in keys {
+        invocation.key(*key);
+    }
+    for arg in args {
+        invocation.arg(*arg);
+    }
+    match invocation.invoke_async(&mut conn.clone()).await {
+        Err(e) if e.kind() == ErrorKind::Server(ServerErrorKind::NoScript) => {
+            redis::cmd("EVAL")
+                .arg(script)
+                .arg(keys.len())
+                .arg(keys)
+                .arg(args)
+                .query_async(&mut conn.clone())
+                .await
+        }
+        answer => answer,
+    }
+}
 
 /// Where the token counter lives: next to the lock key, and in its hash
 /// slot. A script may only touch keys of one slot on a Redis Cluster (one
@@ -152,13 +188,15 @@ impl FencedLock {
     /// Tries once. On success, the token to present with every write.
     pub async fn try_lock(&self) -> Result<Option<Fenced>, LockError> {
         let value = Uuid::new_v4().to_string();
-        let token: Option<u64> = redis::Script::new(ACQUIRE)
-            .key(&self.config.key)
-            .key(counter_key(&self.config.key))
-            .arg(&value)
-            .arg(self.config.ttl_ms())
-            .invoke_async(&mut self.conn.clone())
-            .await?;
+        let counter = counter_key(&self.config.key);
+        let ttl_ms = self.config.ttl_ms().to_string();
+        let token: Option<u64> = run_script(
+            &self.conn,
+            ACQUIRE,
+            &[&self.config.key, &counter],
+            &[&value, &ttl_ms],
+        )
+        .await?;
         let Some(token) = token else {
             return Ok(None);
         };
@@ -184,11 +222,8 @@ impl FencedLock {
     /// Gives the lock back if it is still ours. `true` when our key was
     /// deleted.
     pub async fn unlock(&self, fenced: &Fenced) -> Result<bool, LockError> {
-        let deleted: i64 = redis::Script::new(RELEASE)
-            .key(&self.config.key)
-            .arg(&fenced.value)
-            .invoke_async(&mut self.conn.clone())
-            .await?;
+        let deleted: i64 =
+            run_script(&self.conn, RELEASE, &[&self.config.key], &[&fenced.value]).await?;
         Ok(deleted == 1)
     }
 }
