@@ -105,7 +105,6 @@ impl RedisContainer {
             ))
         })?;
         let ip = address_on(&docker, container.id(), &network_name).await?;
-        network.joined(&name_of(&docker, container.id()).await?);
         let addr = SocketAddr::new(IpAddr::V4(ip), port);
         let server = Self {
             container,
@@ -334,16 +333,6 @@ async fn address_on(docker: &Docker, id: &str, network: &str) -> Result<Ipv4Addr
         .and_then(|endpoint| endpoint.ip_address)
         .and_then(|ip| ip.parse().ok())
         .ok_or_else(|| HarnessError::Docker(format!("container {id} has no address on {network}")))
-}
-
-/// The container's name, as the engine names its endpoints.
-async fn name_of(docker: &Docker, id: &str) -> Result<String> {
-    let info = docker
-        .inspect_container(id, None)
-        .await
-        .map_err(|e| HarnessError::Docker(format!("inspect {id}: {e}")))?;
-    info.name
-        .ok_or_else(|| HarnessError::Docker(format!("container {id} has no name")))
 }
 
 /// Disconnects container `id` from `network`, forcibly: the engine's

@@ -12,13 +12,10 @@
 
 use std::collections::HashMap;
 use std::net::Ipv4Addr;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use testcontainers::bollard::Docker;
-use testcontainers::bollard::models::{
-    Ipam, IpamConfig, NetworkCreateRequest, NetworkDisconnectRequest,
-};
+use testcontainers::bollard::models::{Ipam, IpamConfig, NetworkCreateRequest};
 use tokio::sync::OnceCell;
 
 use super::{OWNER_LABEL, blocking, owner};
@@ -34,8 +31,6 @@ const SUBNET_ATTEMPTS: usize = 40;
 pub struct RunNetwork {
     made: OnceCell<Made>,
     clients: OnceCell<Made>,
-    /// The names of the containers that were on it: see [`remove`].
-    joined: Mutex<Vec<String>>,
 }
 
 #[derive(Debug)]
@@ -66,13 +61,6 @@ impl RunNetwork {
         Ok(&clients.name)
     }
 
-    /// Notes that the container called `name` is on the network (and maybe
-    /// on its clients' network).
-    pub fn joined(&self, name: &str) {
-        let mut joined = self.joined.lock().unwrap_or_else(|p| p.into_inner());
-        joined.push(name.trim_start_matches('/').to_owned());
-    }
-
     async fn made(&self, docker: &Docker) -> Result<&Made> {
         self.made
             .get_or_try_init(|| create(docker, next_name(), false))
@@ -82,45 +70,20 @@ impl RunNetwork {
 
 impl Drop for RunNetwork {
     fn drop(&mut self) {
-        let joined = std::mem::take(self.joined.get_mut().unwrap_or_else(|p| p.into_inner()));
         for made in [self.clients.take(), self.made.take()]
             .into_iter()
             .flatten()
         {
             // Best effort: the reaper removes it at the latest when this
             // process ends.
-            let joined = joined.clone();
-            let _ =
-                blocking(move |docker| async move { remove(&docker, &made.name, &joined).await });
+            let _ = blocking(move |docker| async move {
+                docker
+                    .remove_network(&made.name)
+                    .await
+                    .map_err(|e| HarnessError::Docker(e.to_string()))
+            });
         }
     }
-}
-
-/// Removes the network `name`. The engine can keep an endpoint of a
-/// container that is gone (seen after a matrix whose nodes were cut off and
-/// put back: "has active endpoints", and no container on the network), and
-/// then refuses; a forced disconnect by the container's name deletes such
-/// an endpoint, so each container that was on it is disconnected so, and
-/// the removal tried again.
-async fn remove(docker: &Docker, name: &str, joined: &[String]) -> Result<()> {
-    let Err(refused) = docker.remove_network(name).await else {
-        return Ok(());
-    };
-    if !refused.to_string().contains("active endpoints") {
-        return Err(HarnessError::Docker(refused.to_string()));
-    }
-    for container in joined {
-        let request = NetworkDisconnectRequest {
-            container: container.clone(),
-            force: Some(true),
-        };
-        // "not found" for every endpoint that is really gone.
-        let _ = docker.disconnect_network(name, request).await;
-    }
-    docker
-        .remove_network(name)
-        .await
-        .map_err(|e| HarnessError::Docker(format!("{refused}; after forced disconnects: {e}")))
 }
 
 /// A name no other run of this process has.
