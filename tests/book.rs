@@ -9,7 +9,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-mod common;
+use crate::common;
 
 #[test]
 fn every_include_in_the_book_names_an_existing_file_and_anchor() {

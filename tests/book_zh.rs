@@ -8,7 +8,7 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-mod common;
+use crate::common;
 
 const EN: &str = "book/src";
 const ZH: &str = "book/zh/src";

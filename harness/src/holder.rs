@@ -37,6 +37,10 @@ const ENV_SPEC: &str = "LOCKSTAGES_HOLDER";
 /// [`LockConfig`] included (stage 7's drift factor too).
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct HolderSpec {
+    /// The stage the holder runs (`stage6-fair`): a test binary may serve
+    /// more than one ([`holder_entry!`](crate::holder_entry)).
+    #[serde(default)]
+    pub stage: String,
     /// `client-A`…
     pub name: String,
     /// Where the lock lives.
@@ -65,6 +69,7 @@ impl HolderSpec {
     pub fn new(factory: &ClientFactory, name: &str) -> Self {
         let config = &factory.config;
         Self {
+            stage: factory.stage.description.name.to_owned(),
             name: name.to_owned(),
             lock_urls: factory.lock_urls.clone(),
             db_url: factory.db_url.clone(),
@@ -107,16 +112,17 @@ fn millis(word: &str, line: &str) -> Result<Duration> {
     number(word, line).map(Duration::from_millis)
 }
 
-/// Declares the `holder_process` entry point in a stage's test file, so the
-/// kill tests can start that test binary again as a holder process. It is
-/// `#[ignore]`d: it is a process body, not a test.
+/// Declares the `holder_process` entry point at the root of a stage's test
+/// binary, so the kill tests can start that binary again as a holder
+/// process of one of `stages` (the one the spec names). It is `#[ignore]`d:
+/// it is a process body, not a test.
 #[macro_export]
 macro_rules! holder_entry {
-    ($stage:expr) => {
+    ($($stage:expr),+ $(,)?) => {
         #[test]
         #[ignore = "the body of the holder child process that the kill tests start; not a test"]
         fn holder_process() {
-            $crate::holder::serve_from_env($stage);
+            $crate::holder::serve_from_env(&[$($stage),+]);
         }
     };
 }
@@ -445,9 +451,10 @@ impl Drop for HolderProcess {
     }
 }
 
-/// The child's side: serves requests from stdin with a client of `stage`.
+/// The child's side: serves requests from stdin with a client of the
+/// stage the spec names, one of `stages` (the first when it names none).
 /// Does nothing when not started as a holder.
-pub fn serve_from_env(stage: StageEntry) {
+pub fn serve_from_env(stages: &[StageEntry]) {
     let Ok(spec) = std::env::var(ENV_SPEC) else {
         eprintln!("holder_process: not started as a holder process; nothing to do");
         return;
@@ -460,9 +467,28 @@ pub fn serve_from_env(stage: StageEntry) {
         Ok(runtime) => runtime,
         Err(e) => return answer(&format!("error cannot start a runtime: {e}")),
     };
-    if let Err(e) = runtime.block_on(serve(stage, &spec)) {
+    let served = HolderSpec::from_json(&spec).and_then(|spec| {
+        let stage = pick_stage(stages, &spec.stage)?;
+        runtime.block_on(serve(stage, spec))
+    });
+    if let Err(e) = served {
         answer(&format!("error {e}"));
     }
+}
+
+/// The stage of `stages` called `name`; the first when `name` is empty.
+fn pick_stage(stages: &[StageEntry], name: &str) -> Result<StageEntry> {
+    stages
+        .iter()
+        .find(|s| name.is_empty() || s.description.name == name)
+        .copied()
+        .ok_or_else(|| {
+            let served: Vec<&str> = stages.iter().map(|s| s.description.name).collect();
+            HarnessError::Holder(format!(
+                "asked to hold a lock of {name}; this program serves {}",
+                served.join(", ")
+            ))
+        })
 }
 
 fn answer(text: &str) {
@@ -471,8 +497,7 @@ fn answer(text: &str) {
     let _ = out.flush();
 }
 
-async fn serve(stage: StageEntry, spec: &str) -> Result<()> {
-    let spec = HolderSpec::from_json(spec)?;
+async fn serve(stage: StageEntry, spec: HolderSpec) -> Result<()> {
     let factory = ClientFactory {
         stage,
         lock_urls: spec.lock_urls.clone(),

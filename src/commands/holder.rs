@@ -8,7 +8,7 @@ use crate::stages;
 pub fn serve(stage: &str) -> ExitCode {
     match stages::find(stage) {
         Some(stage) => {
-            harness::holder::serve_from_env(stage);
+            harness::holder::serve_from_env(&[stage]);
             ExitCode::SUCCESS
         }
         None => {

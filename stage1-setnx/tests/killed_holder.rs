@@ -4,8 +4,6 @@
 use harness::check::Finding;
 use harness::scenario::run_in_test;
 
-harness::holder_entry!(stage1::STAGE);
-
 /// `PTTL` answers -1 for a key that exists and never expires.
 const NO_EXPIRY: i64 = -1;
 

@@ -5,14 +5,12 @@
 //! disconnects", measured: it is the lease's expiry, not the disconnection,
 //! that frees the lock.
 
-mod common;
+use crate::common;
 
 use common::{LEASE, patience, start};
 use harness::check::Finding;
 use harness::workload::Fencing;
 use tokio::time::Instant;
-
-harness::holder_entry!(stage10::STAGE);
 
 #[tokio::test(flavor = "multi_thread")]
 async fn the_lock_of_a_killed_holder_comes_back_when_its_lease_expires() {

@@ -12,8 +12,6 @@ use harness::check::Finding;
 use harness::scenario::{Outcome, run_in_test_with};
 use harness::workload::Fencing;
 
-harness::holder_entry!(stage10::STAGE);
-
 async fn paused_holder(fencing: Fencing) -> Outcome {
     let outcome = run_in_test_with("gc-pause", stage10::STAGE, |env| env.fencing = fencing).await;
     assert_eq!(

@@ -3,7 +3,7 @@
 //! lease, so it finds it there), its key deleted only when the last hold
 //! is given back.
 
-mod common;
+use crate::common;
 
 use common::{LEASE, patience, start};
 use harness::check::Finding;

@@ -4,8 +4,6 @@
 use harness::check::Finding;
 use harness::scenario::{Timing, run_in_test};
 
-harness::holder_entry!(stage2::STAGE);
-
 #[tokio::test(flavor = "multi_thread")]
 async fn a_holder_killed_after_expire_loses_the_lock_at_the_ttl() {
     let outcome = run_in_test("killed-holder", stage2::STAGE).await;

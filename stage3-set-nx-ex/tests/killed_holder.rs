@@ -4,8 +4,6 @@
 use harness::check::Finding;
 use harness::scenario::{Timing, run_in_test};
 
-harness::holder_entry!(stage3::STAGE);
-
 #[tokio::test(flavor = "multi_thread")]
 async fn a_holder_killed_with_kill_9_loses_the_lock_at_the_ttl() {
     let outcome = run_in_test("killed-holder", stage3::STAGE).await;

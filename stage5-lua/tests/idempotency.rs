@@ -10,8 +10,6 @@ use harness::check::Finding;
 use harness::scenario::{Outcome, run_in_test, run_in_test_with};
 use harness::workload::RequestIds;
 
-harness::holder_entry!(stage5::STAGE);
-
 /// The timeline shows the resource refusing `client`'s second charge.
 fn assert_retry_refused(outcome: &Outcome, client: &str) {
     assert!(

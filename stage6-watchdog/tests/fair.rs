@@ -11,8 +11,6 @@ use harness::server::{Backend, Node};
 use lockcore::{ClientSetup, LockConfig, Release};
 use stage6::fair::{FairLock, queue_name};
 
-harness::holder_entry!(stage6::fair::STAGE);
-
 const WATCHDOG: Duration = Duration::from_millis(300);
 /// How long a test waits for something the server must show.
 const PATIENCE: Duration = Duration::from_secs(10);

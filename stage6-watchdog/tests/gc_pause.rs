@@ -6,8 +6,6 @@
 use harness::check::Finding;
 use harness::scenario::run_in_test;
 
-harness::holder_entry!(stage6::STAGE);
-
 #[tokio::test(flavor = "multi_thread")]
 async fn a_frozen_holder_loses_its_lock_oversells_and_learns_it_too_late() {
     let outcome = run_in_test("gc-pause", stage6::STAGE).await;

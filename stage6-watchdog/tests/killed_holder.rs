@@ -7,8 +7,6 @@ use harness::Timing;
 use harness::check::Verdict;
 use harness::scenario::run_in_test;
 
-harness::holder_entry!(stage6::STAGE);
-
 #[tokio::test(flavor = "multi_thread")]
 async fn a_holder_killed_with_kill_9_loses_its_lock_within_one_watchdog_timeout() {
     let outcome = run_in_test("killed-holder", stage6::STAGE).await;

@@ -5,8 +5,6 @@
 use harness::check::Finding;
 use harness::scenario::run_in_test;
 
-harness::holder_entry!(stage7::STAGE);
-
 #[tokio::test(flavor = "multi_thread")]
 async fn a_holder_frozen_past_its_validity_wakes_up_beside_a_second_holder_and_oversells() {
     let outcome = run_in_test("gc-pause", stage7::STAGE).await;

@@ -6,8 +6,6 @@ use harness::holder::HolderProcess;
 use harness::scenario::{Run, ScenarioEnv};
 use harness::{HarnessError, holder::Launcher};
 
-harness::holder_entry!(stage7::STAGE);
-
 #[tokio::test(flavor = "multi_thread")]
 async fn a_holder_process_runs_with_the_drift_factor_it_was_given() -> Result<(), HarnessError> {
     let env = ScenarioEnv::from_env(Launcher::this_test_binary())?;

@@ -10,8 +10,6 @@ use harness::check::Finding;
 use harness::scenario::{Outcome, run_in_test, run_in_test_with};
 use harness::workload::Fencing;
 
-harness::holder_entry!(stage8::STAGE);
-
 /// The timeline shows the resource refusing `client`'s write.
 fn assert_write_refused(outcome: &Outcome, client: &str) {
     assert!(

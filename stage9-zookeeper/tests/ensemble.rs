@@ -5,7 +5,7 @@
 //! where Redis's failover handed the lock out twice. Then client-A
 //! releases and client-B holds, with a token from the new leader's epoch.
 
-mod common;
+use crate::common;
 
 use common::{SESSION, World, patience};
 use harness::check::Finding;

@@ -4,14 +4,12 @@
 //! The articles' "released when the client disconnects", measured: it is
 //! the session's expiry, not the disconnection, that frees the lock.
 
-mod common;
+use crate::common;
 
 use common::{SESSION, World, patience};
 use harness::check::Finding;
 use harness::workload::Fencing;
 use tokio::time::Instant;
-
-harness::holder_entry!(stage9::STAGE);
 
 #[tokio::test(flavor = "multi_thread")]
 async fn the_lock_of_a_killed_holder_comes_back_when_its_session_expires() {

@@ -5,7 +5,7 @@
 //! purchase it started. ZooKeeper did all it could: only the resource can
 //! refuse the stale write, by the token.
 
-mod common;
+use crate::common;
 
 use common::{SESSION, World, patience};
 use harness::Released;
@@ -13,8 +13,6 @@ use harness::check::Finding;
 use harness::scenario::Outcome;
 use harness::workload::{Fencing, Sale};
 use lockcore::Release;
-
-harness::holder_entry!(stage9::STAGE);
 
 /// The story; returns the outcome and the thawed holder's sale.
 async fn paused_holder(fencing: Fencing) -> (Outcome, Sale) {

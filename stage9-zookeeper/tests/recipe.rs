@@ -2,7 +2,7 @@
 //! holder that asks again is let in at once (Curator's reentrancy), its
 //! node deleted only when the last hold is given back.
 
-mod common;
+use crate::common;
 
 use common::{SESSION, World, patience};
 use harness::check::Finding;

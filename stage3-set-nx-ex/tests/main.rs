@@ -1,0 +1,15 @@
+//! Stage 3's tests, one test binary: `cargo test` runs a package's test binaries
+//! one after another and the tests inside one binary side by side, and
+//! these mostly wait on real servers (TTLs, elections, failovers), so one
+//! binary lets the waits overlap. Each file is one story or one subject;
+//! `cargo test -p stage3 <file>::` runs one file's tests. A new file is
+//! listed here (the package turns off `autotests`).
+
+// The kill tests start this binary again as a holder process.
+harness::holder_entry!(stage3::STAGE);
+
+mod contention;
+mod crash_before_expire;
+mod killed_holder;
+mod reentrant;
+mod slow_business;

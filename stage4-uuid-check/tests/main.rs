@@ -1,0 +1,10 @@
+//! Stage 4's tests, one test binary: `cargo test` runs a package's test binaries
+//! one after another and the tests inside one binary side by side, and
+//! these mostly wait on real servers (TTLs, elections, failovers), so one
+//! binary lets the waits overlap. Each file is one story or one subject;
+//! `cargo test -p stage4 <file>::` runs one file's tests. A new file is
+//! listed here (the package turns off `autotests`).
+
+mod contention;
+mod get_del_race;
+mod slow_business;
