@@ -112,7 +112,7 @@ fn a_chapter_that_names_a_story_it_does_not_show_is_caught() {
     assert_eq!(output.status.code(), Some(1), "{error}");
     for problem in [
         "stage6.md shows neither generated/stage6-pubsub-wait.timeline.md nor stage6-pubsub-wait.diagram.md",
-        "stage6.md names `cargo test -p stage6 --test pubsub_wait` but shows neither its timeline nor its diagram",
+        "stage6.md names `cargo test -p stage6 pubsub_wait::` but shows neither its timeline nor its diagram",
     ] {
         assert!(error.contains(problem), "{error}");
     }

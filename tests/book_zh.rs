@@ -247,7 +247,7 @@ fn the_chinese_interview_asks_the_same_questions_with_the_same_commands() {
         assert_eq!(
             en, zh,
             "question {}: the choices or commands differ from the English page; copy them with\n  \
-             LOCKSTAGES_SYNC_ZH_INTERVIEW=1 cargo test --test book_zh",
+             LOCKSTAGES_SYNC_ZH_INTERVIEW=1 cargo test book_zh::",
             en.number
         );
     }

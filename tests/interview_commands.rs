@@ -1,7 +1,8 @@
 //! Every command the interview chapter names, run: each `run` command
 //! against the built CLI (its verdict compared with the one the chapter
 //! states), each `interview` command straight through, and each
-//! `cargo test -p … --test …` checked to name an existing test target (and
+//! `cargo test -p … <file>::` checked to name a file of that package's test
+//! binary (and
 //! run, with `LOCKSTAGES_BOOK_RUN_TESTS=1`; compiling every stage's tests
 //! from inside a test is too slow to do by default).
 
@@ -123,8 +124,9 @@ fn every_command_the_interview_chapter_names_runs() {
                 args.retain(|a| a != "--no-input");
                 interviews.insert(args);
             }
-            ["cargo", "test", "-p", package, "--test", target] => {
-                tests.insert((package.to_string(), target.to_string()));
+            ["cargo", "test", "-p", package, filter] if filter.ends_with("::") => {
+                let file = filter.trim_end_matches("::");
+                tests.insert((package.to_string(), file.to_string()));
             }
             _ => unknown.push(command),
         }
@@ -136,14 +138,19 @@ fn every_command_the_interview_chapter_names_runs() {
     );
     assert!(runs.len() > 25 && tests.len() > 10, "is the chapter there?");
 
-    // Test targets exist.
+    // Each names a file of its package's test binary.
     for (package, target) in &tests {
         let dir = package_dir(package).unwrap_or_else(|| panic!("no package `{package}`"));
         let file = dir.join("tests").join(format!("{target}.rs"));
         assert!(
             file.exists(),
-            "cargo test -p {package} --test {target}: no {}",
+            "cargo test -p {package} {target}::: no {}",
             file.display()
+        );
+        let binary = std::fs::read_to_string(dir.join("tests/main.rs")).unwrap_or_default();
+        assert!(
+            binary.lines().any(|l| l == format!("mod {target};")),
+            "cargo test -p {package} {target}::: tests/main.rs does not list `mod {target};`"
         );
     }
 
@@ -218,10 +225,10 @@ fn every_command_the_interview_chapter_names_runs() {
     if std::env::var_os("LOCKSTAGES_BOOK_RUN_TESTS").is_some() {
         for (package, target) in &tests {
             let status = Command::new(env!("CARGO"))
-                .args(["test", "-p", package, "--test", target])
+                .args(["test", "-p", package, &format!("{target}::")])
                 .status()
                 .expect("cargo runs");
-            assert!(status.success(), "cargo test -p {package} --test {target}");
+            assert!(status.success(), "cargo test -p {package} {target}::");
         }
     }
 }

@@ -5,10 +5,10 @@
 //! `cargo test -p lockstages <file>::` runs one file's tests. A new file is
 //! listed here (the package turns off `autotests`).
 
-mod common;
 mod book;
 mod book_zh;
 mod cli;
+mod common;
 mod explore;
 mod interview;
 mod interview_commands;

@@ -109,12 +109,13 @@ pub struct Probe {
     pub says: &'static str,
 }
 
-/// `cargo test -p <package> --test <target>`.
+/// `cargo test -p <package> <file>::`: one file's tests in a package's test
+/// binary.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TestTarget {
     /// `stage6`.
     pub package: &'static str,
-    /// `gc_pause`.
+    /// `gc_pause`: the file `tests/gc_pause.rs`.
     pub target: &'static str,
 }
 
@@ -216,7 +217,7 @@ impl Probe {
 impl TestTarget {
     /// The command that runs it.
     pub fn command(&self) -> String {
-        format!("cargo test -p {} --test {}", self.package, self.target)
+        format!("cargo test -p {} {}::", self.package, self.target)
     }
 }
 

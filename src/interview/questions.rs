@@ -553,8 +553,8 @@ pub const QUESTIONS: &[Question] = &[
         ],
         marks: &["pexpire", "acquired", "publish"],
         tests: &[test("stage6", "lease"), test("stage6", "pubsub_wait")],
-        look_for: "No lease: the renewals keep client-B out until client-A releases. `stage6 --test \
-                   lease` shows the same business with a lease: OVERLAP.",
+        look_for: "No lease: the renewals keep client-B out until client-A releases. `cargo test -p \
+                   stage6 lease::` shows the same business with a lease: OVERLAP.",
         sources: &[REDISSON_LOCKS],
         read_next: STAGE6,
     },
@@ -581,8 +581,8 @@ pub const QUESTIONS: &[Question] = &[
         ],
         marks: &["DEL lock", "key is gone", "FOREIGN-DELETE", "REFUSED"],
         tests: &[test("stage6", "reentrant")],
-        look_for: "Stage 2's `DEL` after its key expired deletes client-B's key. `stage6 --test \
-                   reentrant` has another client's unlock refused while the lock survives.",
+        look_for: "Stage 2's `DEL` after its key expired deletes client-B's key. `cargo test -p \
+                   stage6 reentrant::` has another client's unlock refused while the lock survives.",
         sources: &[REDISSON_LOCKS],
         read_next: STAGE6,
     },
@@ -1100,7 +1100,7 @@ pub const QUESTIONS: &[Question] = &[
         marks: &["held 900ms", "REFUSED"],
         tests: &[test("stage1", "bad_input")],
         look_for: "Stage 7 refuses (fails closed) when the answers come too late; stage 0 is what \
-                   failing open costs. `stage1 --test bad_input` shows a dead server is an error, \
+                   failing open costs. `cargo test -p stage1 bad_input::` shows a dead server is an error, \
                    not a hang.",
         sources: &[],
         read_next: CHOOSING,

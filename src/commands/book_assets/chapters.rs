@@ -16,7 +16,7 @@ use crate::commands::scenario_named;
 pub enum Named {
     /// `-- run <stage> <scenario>`, or a real run of a scenario's test.
     Run(String, String),
-    /// A real run of `cargo test -p <stage> --test <file>` whose file tells
+    /// A real run of `cargo test -p <stage> <file>::` whose file tells
     /// one of [`BOOK_STORIES`].
     Test(String, String),
 }
@@ -25,7 +25,7 @@ impl fmt::Display for Named {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Named::Run(stage, scenario) => write!(f, "run {stage} {scenario}"),
-            Named::Test(stage, file) => write!(f, "cargo test -p {stage} --test {file}"),
+            Named::Test(stage, file) => write!(f, "cargo test -p {stage} {file}::"),
         }
     }
 }
@@ -92,7 +92,7 @@ pub fn chapter_problems(book: &Path, shown: &[Shown]) -> Vec<String> {
 }
 
 /// The runs a chapter's prose names: `-- run <stage> <scenario>`, and in a
-/// paragraph that says "real run", `cargo test -p <stage> --test <file>`
+/// paragraph that says "real run", `cargo test -p <stage> <file>::`
 /// whose file is a scenario's (`get_del_race`: `get-del-race`) or tells a
 /// story the book shows. Code blocks, which tell readers what to type, are
 /// left out.
@@ -111,13 +111,16 @@ pub fn named_runs(text: &str) -> Vec<Named> {
         }
     }
     // The first words of `text`, without the Markdown around them.
-    let words = |text: &str, n: usize| -> Vec<String> {
-        text.split(|c: char| c.is_whitespace() || c == '`' || c == ')' || c == ':')
-            .filter(|w| !w.is_empty())
-            .take(n)
-            .map(str::to_owned)
-            .collect()
+    let split_words = |text: &str, n: usize, colon_splits: bool| -> Vec<String> {
+        text.split(|c: char| {
+            c.is_whitespace() || c == '`' || c == ')' || (colon_splits && c == ':')
+        })
+        .filter(|w| !w.is_empty())
+        .take(n)
+        .map(str::to_owned)
+        .collect()
     };
+    let words = |text: &str, n: usize| split_words(text, n, true);
     for paragraph in prose.split("\n\n") {
         let paragraph = paragraph.replace('\n', " ");
         for named in paragraph.split("-- run ").skip(1) {
@@ -129,12 +132,14 @@ pub fn named_runs(text: &str) -> Vec<Named> {
             continue;
         }
         for test in paragraph.split("cargo test -p ").skip(1) {
-            let [stage, flag, file] = &words(test, 3)[..] else {
+            let [stage, filter] = &split_words(test, 2, false)[..] else {
                 continue;
             };
-            if flag != "--test" {
+            // `get_del_race::`: the tests of one file.
+            let Some(file) = filter.strip_suffix("::") else {
                 continue;
-            }
+            };
+            let file = file.to_owned();
             if scenario_named(&file.replace('_', "-")).is_ok() {
                 runs.push(Named::Run(stage.clone(), file.replace('_', "-")));
             } else if BOOK_STORIES
@@ -158,10 +163,10 @@ mod tests {
 
     #[test]
     fn a_real_run_of_a_scenarios_or_a_storys_test_names_that_run() {
-        let text = "A real run of\n`cargo test -p stage4 --test get_del_race -- --nocapture`:\n\n\
-                    See `cargo test -p stage4 --test slow_business`.\n\n\
-                    A real run of `cargo test -p stage6 --test pubsub_wait`:\n\n\
-                    A real run of `cargo test -p stage6 --test reentrant_counts`:\n";
+        let text = "A real run of\n`cargo test -p stage4 get_del_race:: -- --nocapture`:\n\n\
+                    See `cargo test -p stage4 slow_business::`.\n\n\
+                    A real run of `cargo test -p stage6 pubsub_wait::`:\n\n\
+                    A real run of `cargo test -p stage6 reentrant_counts::`:\n";
         assert_eq!(
             named_runs(text),
             vec![

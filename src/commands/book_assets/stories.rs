@@ -8,7 +8,7 @@
 //! and a stage's own crate depends on nothing of the harness.
 //!
 //! A reader reruns a story with its test
-//! (`cargo test -p stage6 --test lease -- --nocapture`), so that is the
+//! (`cargo test -p stage6 lease:: -- --nocapture`), so that is the
 //! command its timeline starts with, and the command a chapter names it by.
 
 use std::future::Future;
@@ -52,7 +52,7 @@ impl BookStory {
     /// How a reader runs it.
     pub fn command(&self) -> String {
         format!(
-            "cargo test -p {} --test {} -- --nocapture",
+            "cargo test -p {} {}:: -- --nocapture",
             self.stage, self.test
         )
     }
