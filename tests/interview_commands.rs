@@ -1,10 +1,18 @@
 //! Every command the interview chapter names, run: each `run` command
-//! against the built CLI (its verdict compared with the one the chapter
-//! states), each `interview` command straight through, and each
+//! with options against the built CLI (its verdict compared with the one
+//! the chapter states), each `interview` command straight through, and each
 //! `cargo test -p … <file>::` checked to name a file of that package's test
 //! binary (and
 //! run, with `LOCKSTAGES_BOOK_RUN_TESTS=1`; compiling every stage's tests
 //! from inside a test is too slow to do by default).
+//!
+//! A `run` command without options is a cell of the matrix: the verdict the
+//! chapter gives it is the question's, which the CLI's unit tests hold
+//! against the expected matrix (`every_run_shows_the_verdict_its_answer_states`),
+//! and the matrix itself, CI's main job, holds every cell against a real run.
+//! Here such a command is checked to name a scenario the CLI lists, and run
+//! only with `LOCKSTAGES_INTERVIEW_RUN_CELLS=1` (the stores' leader-killed
+//! runs alone take half a minute).
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -98,7 +106,9 @@ fn package_dir(name: &str) -> Option<PathBuf> {
 fn every_command_the_interview_chapter_names_runs() {
     let chapter = chapter();
     let listed = String::from_utf8_lossy(&lockstages(&["list"]).stdout).into_owned();
+    let run_cells = std::env::var_os("LOCKSTAGES_INTERVIEW_RUN_CELLS").is_some();
     let mut runs = BTreeSet::new();
+    let mut cells = BTreeSet::new();
     let mut interviews = BTreeSet::new();
     let mut tests = BTreeSet::new();
     let mut unknown = Vec::new();
@@ -116,7 +126,11 @@ fn every_command_the_interview_chapter_names_runs() {
                 options @ ..,
             ] => {
                 let options: Vec<String> = options.iter().map(|w| w.to_string()).collect();
-                runs.insert((stage.to_string(), scenario.to_string(), options, comment));
+                if options.is_empty() && !run_cells {
+                    cells.insert((stage.to_string(), scenario.to_string()));
+                } else {
+                    runs.insert((stage.to_string(), scenario.to_string(), options, comment));
+                }
             }
             ["cargo", "run", "--release", "--", "interview", rest @ ..] => {
                 // Straight through: on a terminal it would ask first.
@@ -136,7 +150,20 @@ fn every_command_the_interview_chapter_names_runs() {
         "commands this test cannot run:\n{}",
         unknown.join("\n")
     );
-    assert!(runs.len() > 25 && tests.len() > 10, "is the chapter there?");
+    assert!(
+        runs.len() + cells.len() > 25 && tests.len() > 10,
+        "is the chapter there?"
+    );
+
+    // The matrix's cells name scenarios the CLI lists.
+    let unlisted: Vec<String> = cells
+        .iter()
+        .filter(|(_, scenario)| {
+            !listed.contains(&format!("  {scenario} ")) && !PENDING.contains(&scenario.as_str())
+        })
+        .map(|(stage, scenario)| format!("run {stage} {scenario}: no such scenario"))
+        .collect();
+    assert!(unlisted.is_empty(), "{}", unlisted.join("\n"));
 
     // Each names a file of its package's test binary.
     for (package, target) in &tests {
