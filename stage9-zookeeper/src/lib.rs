@@ -402,22 +402,34 @@ fn token(czxid: i64) -> Result<u64, LockError> {
     })
 }
 
-/// `zk://a:1`, `zk://b:2`… as ZooKeeper's connect string `a:1,b:2`.
+/// `zk://a:1`, `zk://b:2`… as ZooKeeper's connect string `a:1,b:2`. A path
+/// after the members, the same in every URL (`zk://a:1/runs/3`), is the
+/// client's chroot: every path the lock uses lives under it
+/// (`a:1,b:2/runs/3`), as when applications share one ensemble.
 fn connect_string(urls: &[String]) -> Result<String, LockError> {
-    let hosts = urls
+    let members = urls
         .iter()
         .map(|url| {
-            url.strip_prefix(SCHEME).ok_or_else(|| {
+            let member = url.strip_prefix(SCHEME).ok_or_else(|| {
                 LockError::Config(format!(
                     "stage 9 needs ZooKeeper members as {SCHEME}host:port, not `{url}`"
                 ))
-            })
+            })?;
+            // `a:1/runs/3` is the member `a:1` and the chroot `/runs/3`.
+            Ok(member.split_at(member.find('/').unwrap_or(member.len())))
         })
-        .collect::<Result<Vec<_>, _>>()?;
-    if hosts.is_empty() {
+        .collect::<Result<Vec<_>, LockError>>()?;
+    let Some((_, chroot)) = members.first() else {
         return Err(LockError::Config("no ZooKeeper member given".into()));
+    };
+    if members.iter().any(|(_, path)| path != chroot) {
+        return Err(LockError::Config(format!(
+            "the ZooKeeper members name different chroots: {}",
+            urls.join(", ")
+        )));
     }
-    Ok(hosts.join(","))
+    let hosts: Vec<&str> = members.iter().map(|(host, _)| *host).collect();
+    Ok(format!("{}{chroot}", hosts.join(",")))
 }
 
 fn zk(error: ZkError) -> LockError {
@@ -494,5 +506,16 @@ mod tests {
             connect_string(&["zk://a:1".to_owned(), "zk://b:2".to_owned()]).unwrap(),
             "a:1,b:2"
         );
+    }
+
+    #[test]
+    fn a_path_after_the_members_is_the_chroot_and_must_be_the_same_in_each() {
+        let urls = |paths: [&str; 2]| paths.map(|p| format!("zk://a:1{p}")).to_vec();
+        assert_eq!(
+            connect_string(&urls(["/runs/3", "/runs/3"])).unwrap(),
+            "a:1,a:1/runs/3"
+        );
+        let err = connect_string(&urls(["/runs/3", ""])).unwrap_err();
+        assert!(err.to_string().contains("different chroots"), "{err}");
     }
 }

@@ -139,6 +139,21 @@ pub fn timing_for(stage: &Description, timing: Timing) -> Timing {
 /// ([`timing_for`]).
 pub(super) async fn start_run(stage: StageEntry, mut env: ScenarioEnv, stock: i64) -> Result<Run> {
     env.timing = timing_for(&stage.description, env.timing);
+    if let (Some(Store::ZooKeeper), Some(shared)) =
+        (store_of(&stage.description), env.shared_zookeeper.clone())
+    {
+        // A chroot of the matrix's shared ensemble, made before the run's
+        // clients connect.
+        let chroot = shared.chroot_for_run().await?;
+        let mut run = Run::start_on(stage, env, stock, Vec::new()).await?;
+        run.factory.lock_urls = chroot.urls;
+        run.narrate(format!(
+            "the lock: the matrix's shared 3-member ZooKeeper ensemble ({}), data on {}, \
+             under this run's own chroot {}; the TTL is the session timeout",
+            chroot.endpoints, chroot.storage, chroot.path
+        ));
+        return Ok(run);
+    }
     let (cluster, group, ttl_is): (Box<dyn Ensemble>, _, _) = match store_of(&stage.description) {
         Some(Store::Etcd) => (
             Box::new(EtcdCluster::start(3).await?),

@@ -53,6 +53,7 @@ pub use crate::history::Recorded;
 use crate::holder::Launcher;
 use crate::observe::Timeline;
 use crate::server::Backend;
+use crate::server::shared_zookeeper::SharedZooKeeper;
 use crate::workload::{Fencing, RequestIds};
 
 /// The future a scenario returns.
@@ -352,6 +353,10 @@ pub struct ScenarioEnv {
     /// Keeps the timeline of the run started last, so that a story that
     /// stops on an error still shows how far it got.
     pub recorder: FlightRecorder,
+    /// A ZooKeeper ensemble that stage 9's run takes a chroot of instead
+    /// of starting its own: the matrix shares one among the cells whose
+    /// story leaves the ensemble alone. `None`: the run starts its own.
+    pub shared_zookeeper: Option<Arc<SharedZooKeeper>>,
 }
 
 /// The timeline of the run a scenario started last, held outside the run:
@@ -396,6 +401,7 @@ impl ScenarioEnv {
             fencing,
             request_ids: RequestIds::default(),
             recorder: FlightRecorder::new(),
+            shared_zookeeper: None,
         }
     }
 

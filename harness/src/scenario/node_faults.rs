@@ -14,7 +14,7 @@ impl Run {
     /// Puts a proxy in front of every lock node. Clients made from now on
     /// (holder processes too) reach the nodes through them.
     pub async fn put_proxies(&mut self) -> Result<Proxies> {
-        if self.ensemble.is_some() {
+        if super::ensemble::on_consensus_store(&self.stage.description) {
             // ZooKeeper and etcd members are not Redis nodes: no proxy (yet).
             return Ok(Proxies::none());
         }

@@ -293,7 +293,7 @@ impl Run {
     /// until its session (lease) expires, so the answer is the session
     /// timeout (the lease's TTL), at most.
     pub async fn lock_pttl(&self) -> Result<i64> {
-        if self.ensemble.is_some() {
+        if super::ensemble::on_consensus_store(&self.stage.description) {
             return Ok(i64::try_from(self.factory.config.ttl.as_millis()).unwrap_or(i64::MAX));
         }
         let mut conn = lockcore::connect(&self.nodes[0].url(), "harness").await?;

@@ -12,6 +12,7 @@ pub mod ensemble;
 pub mod etcd;
 pub mod external;
 mod redis_process;
+pub mod shared_zookeeper;
 pub mod zookeeper;
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
