@@ -15,7 +15,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use harness::server::docker::{check_image, containers_owned_by};
-use harness::server::{Backend, DEFAULT_IMAGE, IMAGE_VAR, Node, docker_answers};
+use harness::server::{Backend, DEFAULT_IMAGE, IMAGE_VAR, Node, Spares, docker_answers};
 
 const ROLE: &str = "LOCKSTAGES_DOCKER_ORPHAN_TEST_ROLE";
 
@@ -40,6 +40,7 @@ fn docker_backend() -> Option<Backend> {
     Some(Backend::Docker {
         image,
         network: Arc::default(),
+        spares: None,
     })
 }
 
@@ -294,4 +295,53 @@ fn a_missing_image_is_one_clear_error_that_says_how_to_build_one() {
         .unwrap_err()
         .to_string();
     assert!(error.contains("docker/build-local-image.sh"), "{error}");
+}
+
+/// A matrix's spares: a plain server its run left alone comes back to a
+/// later run wiped (no key, its configuration as it started); one that was
+/// faulted does not come back at all.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_spare_comes_back_wiped_and_a_faulted_node_does_not_come_back() {
+    let Some(backend) = docker_backend() else {
+        return;
+    };
+    let (backend, spares) = backend.with_spares();
+    let spares = spares.expect("the Docker backend has spares");
+    let first = Node::start(&backend, "first", &[]).await.unwrap();
+    let addr = first.addr();
+    query(&first, &["SET", "k", "v"]).await.unwrap();
+    query(
+        &first,
+        &["CONFIG", "SET", "maxmemory-policy", "allkeys-lru"],
+    )
+    .await
+    .unwrap();
+    drop(first);
+    // A spare is taken only once it has rested.
+    tokio::time::sleep(Spares::REST * 3).await;
+    let mut second = Node::start(&backend, "second", &[]).await.unwrap();
+    assert_eq!(second.addr(), addr, "the spare was not used again");
+    assert_eq!(spares.counts(), (1, 1), "(made, used again)");
+    assert_eq!(query(&second, &["GET", "k"]).await.unwrap(), None);
+    let mut conn = lockcore::connect(&second.url(), "test").await.unwrap();
+    let policy: Vec<String> = redis::cmd("CONFIG")
+        .arg("GET")
+        .arg("maxmemory-policy")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    assert_eq!(
+        policy[1], "noeviction",
+        "the configuration was not set back"
+    );
+    drop(conn);
+
+    second.kill().await.unwrap();
+    drop(second);
+    tokio::time::sleep(Spares::REST * 3).await;
+    let third = Node::start(&backend, "third", &[]).await.unwrap();
+    assert_ne!(third.addr(), addr, "a killed container was used again");
+    assert_eq!(spares.counts(), (2, 1), "(made, used again)");
+    drop(third);
+    spares.remove_all();
 }

@@ -54,6 +54,9 @@ pub async fn run(
     }
     // Fail early, with the installation hint, when no Redis can be had.
     let backend = harness::server::Backend::from_env()?;
+    // On Docker, a cell's plain servers that its story left alone are
+    // wiped and used again by later cells (harness::server::Spares).
+    let (backend, spares) = backend.with_spares();
     let env_for = |stage: &StageEntry| -> Result<ScenarioEnv, String> {
         let launcher = launcher(stage).map_err(|f| format!("{f:?}"))?;
         Ok(ScenarioEnv::new(
@@ -64,6 +67,11 @@ pub async fn run(
     };
     let started = std::time::Instant::now();
     let cells = matrix::run(&stages, &scenarios, env_for, jobs, json).await;
+    // The command returns once its containers are gone.
+    let spare_counts = spares.map(|spares| {
+        spares.remove_all();
+        spares.counts()
+    });
     let report = Report::new(&cells);
 
     let json_text = serde_json::to_string_pretty(&report.json()).unwrap_or_default();
@@ -108,6 +116,11 @@ pub async fn run(
             started.elapsed().as_secs_f64(),
             out.display()
         );
+        if let Some((made, reused)) = spare_counts {
+            println!(
+                "plain servers: {made} container(s) made, used again {reused} time(s) (wiped between cells)"
+            );
+        }
         if let Some(dir) = html {
             println!("pages: {}", dir.join("index.html").display());
         }

@@ -8,7 +8,7 @@
 
 use std::time::Duration;
 
-use crate::error::Result;
+use crate::error::{HarnessError, Result};
 use crate::fault::proxy::Proxy;
 use crate::observe::Timeline;
 use crate::server::{Node, external};
@@ -138,7 +138,32 @@ pub async fn jump_clock(
         .arg(left)
         .query_async::<i64>(&mut conn)
         .await?;
+    // A jump past the key's end makes it due now. PEXPIRE cannot say "in
+    // the past" without deleting the key outright (not the expiry a jump
+    // makes), so the key gets a millisecond, and the story goes on once
+    // the node has expired it: a client that asked within that millisecond
+    // would still find the lock held (seen on a loaded machine).
+    if left == 1 {
+        until_gone(&mut conn, key).await?;
+    }
     Ok((before, left))
+}
+
+/// Returns once `key` is gone (within a second: it has a millisecond left).
+async fn until_gone(conn: &mut lockcore::Connection, key: &str) -> Result<()> {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(1);
+    loop {
+        let exists: i64 = redis::cmd("EXISTS").arg(key).query_async(conn).await?;
+        if exists == 0 {
+            return Ok(());
+        }
+        if tokio::time::Instant::now() > deadline {
+            return Err(HarnessError::Bug(format!(
+                "{key} was due to expire a second ago and is still there"
+            )));
+        }
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
 }
 
 /// What the harness did, in the timeline.

@@ -389,6 +389,9 @@ impl Run {
 
 impl Drop for Run {
     fn drop(&mut self) {
+        // The watchers first: a watcher whose connection closes connects
+        // again, and a node may outlive the run as a spare (on Docker).
+        self.watchers.clear();
         // The run's servers stop together (on Docker, a container's
         // removal is an engine round trip that holds its thread).
         let nodes = std::mem::take(&mut self.nodes);

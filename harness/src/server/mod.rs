@@ -18,7 +18,7 @@ pub mod zookeeper;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::Arc;
 
-pub use docker::{OWNER_LABEL, RedisContainer, RunNetwork, docker_answers};
+pub use docker::{OWNER_LABEL, RedisContainer, RunNetwork, Spares, docker_answers};
 pub use external::{ExternalServer, URL_VAR};
 pub use redis_process::{INSTALL_HINT, RedisProcess, redis_server_installed};
 
@@ -51,6 +51,10 @@ pub enum Backend {
         /// The network the nodes started with this backend share; see
         /// [`Backend::for_new_run`].
         network: Arc<RunNetwork>,
+        /// Plain servers to use again, when the runs share them (a
+        /// matrix's, [`Backend::with_spares`]); else every node is a new
+        /// container.
+        spares: Option<Arc<Spares>>,
     },
     /// A reader's own server (`LOCKSTAGES_REDIS_URL`): every node of a run
     /// is that server, with the run's keys under a prefix of their own.
@@ -73,6 +77,7 @@ impl Backend {
             Ok(Backend::Docker {
                 image,
                 network: Arc::default(),
+                spares: None,
             })
         };
         match std::env::var(BACKEND_VAR).as_deref() {
@@ -111,11 +116,49 @@ impl Backend {
     pub fn for_new_run(&self) -> Self {
         match self {
             Backend::Process => Backend::Process,
-            Backend::Docker { image, .. } => Backend::Docker {
+            Backend::Docker { image, spares, .. } => Backend::Docker {
                 image: image.clone(),
                 network: Arc::default(),
+                spares: spares.clone(),
             },
             Backend::External(server) => Backend::External(server.clone()),
+        }
+    }
+
+    /// The same backend, whose runs share spare containers (on Docker;
+    /// the others are unchanged): a plain server that its run neither
+    /// faulted nor replicated is wiped when the run ends and used again by
+    /// a later one (see [`Spares`]). For a matrix, which runs hundreds; the
+    /// caller removes the spares with [`Spares::remove_all`] when done.
+    pub fn with_spares(&self) -> (Self, Option<Arc<Spares>>) {
+        match self {
+            Backend::Docker { image, network, .. } => {
+                let spares = Spares::new(image);
+                (
+                    Backend::Docker {
+                        image: image.clone(),
+                        network: network.clone(),
+                        spares: Some(spares.clone()),
+                    },
+                    Some(spares),
+                )
+            }
+            other => (other.clone(), None),
+        }
+    }
+
+    /// The same backend without spares: for nodes that replicate (never
+    /// used again) and share the run's own network with their peers (a
+    /// Sentinel topology's master and replicas, which its Sentinels reach
+    /// directly; each spare is alone on a network of its own).
+    pub fn without_spares(&self) -> Self {
+        match self {
+            Backend::Docker { image, network, .. } => Backend::Docker {
+                image: image.clone(),
+                network: network.clone(),
+                spares: None,
+            },
+            other => other.clone(),
         }
     }
 
@@ -187,7 +230,13 @@ impl Node {
     pub async fn start(backend: &Backend, label: &str, extra_args: &[&str]) -> Result<Self> {
         let server = match backend {
             Backend::Process => Server::Process(RedisProcess::start(extra_args).await?),
-            Backend::Docker { image, network } => Server::Container(Box::new(
+            Backend::Docker {
+                spares: Some(spares),
+                ..
+            } => Server::Container(Box::new(
+                RedisContainer::start_or_reuse(spares, extra_args).await?,
+            )),
+            Backend::Docker { image, network, .. } => Server::Container(Box::new(
                 RedisContainer::start(
                     image,
                     network.clone(),
@@ -239,7 +288,7 @@ impl Node {
             Backend::Process => {
                 Server::Process(RedisProcess::start_cluster_node(extra_args).await?)
             }
-            Backend::Docker { image, network } => {
+            Backend::Docker { image, network, .. } => {
                 let args: Vec<&str> = [
                     "--cluster-enabled",
                     "yes",
@@ -301,7 +350,7 @@ impl Node {
         const FILE: &str = "/data/sentinel.conf";
         let server = match backend {
             Backend::Process => Server::Process(RedisProcess::start_sentinel(config).await?),
-            Backend::Docker { image, network } => Server::Container(Box::new(
+            Backend::Docker { image, network, .. } => Server::Container(Box::new(
                 RedisContainer::start(
                     image,
                     network.clone(),

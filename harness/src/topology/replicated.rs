@@ -52,18 +52,17 @@ impl Run {
         let env = env.for_new_run();
         // A master waits 5 s by default before a full sync, hoping for more
         // replicas to serve at once; there is only one.
+        // The master and its replica on the run's own network (replicated
+        // servers are never a matrix's spares); the database may be one.
+        let peers = env.backend.without_spares();
         let (master, db) = tokio::try_join!(
-            Node::start(&env.backend, "master", &["--repl-diskless-sync-delay", "0"]),
+            Node::start(&peers, "master", &["--repl-diskless-sync-delay", "0"]),
             Node::start(&env.backend, "db", &[]),
         )?;
         let link = ReplicationLink::start(&master).await?;
         let (link_host, link_port) = (link.addr.ip().to_string(), link.addr.port().to_string());
-        let replica = Node::start(
-            &env.backend,
-            "replica",
-            &["--replicaof", &link_host, &link_port],
-        )
-        .await?;
+        let replica =
+            Node::start(&peers, "replica", &["--replicaof", &link_host, &link_port]).await?;
         wait_in_sync(&replica).await?;
         let run = Self::start_with_db(stage, env, stock, vec![master, replica], db).await?;
         run.narrate("the replica is in sync with the master (master_link_status:up)");

@@ -351,17 +351,21 @@ impl Run {
             .collect();
         // The four servers (the database among them) start at once (on Docker each is a container,
         // seconds each when started one after another).
+        // The master and replicas on the run's own network, where the
+        // Sentinels reach them (a matrix's spares are on another); the
+        // database, which only the clients reach, may be a spare.
+        let peers = env.backend.without_spares();
         let master = async {
             if by_network {
-                Node::start_with_clients_network(&env.backend, "master", &args).await
+                Node::start_with_clients_network(&peers, "master", &args).await
             } else {
-                Node::start(&env.backend, "master", &args).await
+                Node::start(&peers, "master", &args).await
             }
         };
         let (master, replica1, replica2, db) = tokio::try_join!(
             master,
-            Node::start(&env.backend, "replica1", &args),
-            Node::start(&env.backend, "replica2", &args),
+            Node::start(&peers, "replica1", &args),
+            Node::start(&peers, "replica2", &args),
             Node::start(&env.backend, "db", &[]),
         )?;
         let mut nodes = vec![master];

@@ -3,6 +3,7 @@
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use testcontainers::bollard::Docker;
@@ -15,6 +16,7 @@ use testcontainers::runners::AsyncRunner as _;
 use testcontainers::{ContainerAsync, GenericImage, ImageExt as _};
 use tokio::time::{Instant, sleep};
 
+use super::spares::{self, Origin, Spares};
 use super::{IMAGE_HINT, OWNER_LABEL, RunNetwork, owner, reaper, split_image};
 use crate::error::{HarnessError, Result};
 use crate::server::redis_process::{ping, tail};
@@ -30,7 +32,8 @@ const REJOINED_WITHIN: Duration = Duration::from_secs(10);
 /// this process dies first).
 pub struct RedisContainer {
     // Declared first, so it is removed before the network is let go.
-    container: ContainerAsync<GenericImage>,
+    // Taken only when the container is dropped, to be kept as a spare.
+    container: Option<ContainerAsync<GenericImage>>,
     docker: Docker,
     image: String,
     /// Where the harness and the clients reach it.
@@ -38,12 +41,18 @@ pub struct RedisContainer {
     /// Where its peers reach it: its address on the run's network.
     peer_addr: SocketAddr,
     network: Arc<RunNetwork>,
+    /// What it was started as, when it may become a spare (see
+    /// [`super::spares`]).
+    spare_origin: Option<Origin>,
+    /// Whether it was killed, paused, restarted or moved between
+    /// networks: then it is removed, never kept as a spare.
+    faulted: AtomicBool,
 }
 
 impl std::fmt::Debug for RedisContainer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("RedisContainer")
-            .field("id", &self.container.id())
+            .field("id", &self.handle().id())
             .field("image", &self.image)
             .field("addr", &self.addr)
             .field("peer_addr", &self.peer_addr)
@@ -107,15 +116,66 @@ impl RedisContainer {
         let ip = address_on(&docker, container.id(), &network_name).await?;
         let addr = SocketAddr::new(IpAddr::V4(ip), port);
         let server = Self {
-            container,
+            container: Some(container),
             docker,
             image: image.to_owned(),
             addr,
             peer_addr: addr,
             network,
+            spare_origin: None,
+            faulted: AtomicBool::new(false),
         };
         server.wait_ready().await?;
         Ok(server)
+    }
+
+    /// Starts a plain server as [`Self::start`] does, on a network of its
+    /// own (which it keeps as a spare): an idle spare started with the same `args` when one has
+    /// rested, else a new container. Either way it becomes a spare again
+    /// when dropped, unless it was faulted or replicated.
+    pub async fn start_or_reuse(spares: &Arc<Spares>, args: &[&str]) -> Result<Self> {
+        let args: Vec<String> = args.iter().map(|s| (*s).to_owned()).collect();
+        if let Some(spare) = spares.take(&args) {
+            let docker = docker_client_instance().await.map_err(|e| {
+                HarnessError::Docker(format!("cannot reach the Docker engine: {e}"))
+            })?;
+            let server = Self {
+                container: Some(spare.container),
+                docker,
+                image: spares.image().to_owned(),
+                addr: spare.addr,
+                peer_addr: spare.addr,
+                network: spare.network,
+                spare_origin: Some(spare.origin),
+                faulted: AtomicBool::new(false),
+            };
+            server.wait_ready().await?;
+            return Ok(server);
+        }
+        let extra: Vec<&str> = args.iter().map(String::as_str).collect();
+        let mut server = Self::start(
+            spares.image(),
+            Arc::default(),
+            &[],
+            &extra,
+            &[],
+            crate::server::CONTAINER_REDIS_PORT,
+        )
+        .await?;
+        spares.count_made();
+        server.spare_origin = Some(Origin::read(spares.clone(), args, server.addr).await?);
+        Ok(server)
+    }
+
+    /// The testcontainers handle (there until the container is dropped).
+    fn handle(&self) -> &ContainerAsync<GenericImage> {
+        self.container
+            .as_ref()
+            .expect("a container's handle is taken only when it is dropped")
+    }
+
+    fn mark_faulted(&self) {
+        self.faulted.store(true, Ordering::Relaxed);
     }
 
     /// Where the harness and the clients reach the node: its address on
@@ -149,7 +209,7 @@ impl RedisContainer {
     pub async fn join_clients_network(&mut self) -> Result<()> {
         let name = self.network.clients_name(&self.docker).await?.to_owned();
         self.connect(&name, None).await?;
-        let ip = address_on(&self.docker, self.container.id(), &name).await?;
+        let ip = address_on(&self.docker, self.handle().id(), &name).await?;
         self.addr = SocketAddr::new(IpAddr::V4(ip), self.addr.port());
         self.wait_ready().await
     }
@@ -162,10 +222,11 @@ impl RedisContainer {
     /// SIGKILL to the server: it vanishes with its memory. The container
     /// stays, stopped, so that it can be started again at its address.
     pub async fn kill(&self) -> Result<()> {
+        self.mark_faulted();
         let options = KillContainerOptionsBuilder::new().signal("SIGKILL").build();
         match self
             .docker
-            .kill_container(self.container.id(), Some(options))
+            .kill_container(self.handle().id(), Some(options))
             .await
         {
             Ok(()) => Ok(()),
@@ -177,7 +238,8 @@ impl RedisContainer {
 
     /// Freezes every process of the container (the cgroup freezer).
     pub async fn pause(&self) -> Result<()> {
-        self.container
+        self.mark_faulted();
+        self.handle()
             .pause()
             .await
             .map_err(|e| HarnessError::Docker(format!("pause: {e}")))
@@ -185,7 +247,7 @@ impl RedisContainer {
 
     /// Thaws a paused container.
     pub async fn resume(&self) -> Result<()> {
-        self.container
+        self.handle()
             .unpause()
             .await
             .map_err(|e| HarnessError::Docker(format!("unpause: {e}")))
@@ -204,7 +266,7 @@ impl RedisContainer {
             self.disconnect(&name).await?;
             self.connect(&name, Some(self.addr.ip())).await?;
         }
-        self.container
+        self.handle()
             .start()
             .await
             .map_err(|e| HarnessError::Docker(format!("start again: {e}")))?;
@@ -224,8 +286,9 @@ impl RedisContainer {
     /// story may need to act while the cut is being made. The task's
     /// result is the engine's answer.
     pub async fn start_leaving_network(&self) -> Result<tokio::task::JoinHandle<Result<()>>> {
+        self.mark_faulted();
         let name = self.network.name(&self.docker).await?.to_owned();
-        let (docker, id) = (self.docker.clone(), self.container.id().to_owned());
+        let (docker, id) = (self.docker.clone(), self.handle().id().to_owned());
         Ok(tokio::spawn(
             async move { disconnect(&docker, id, &name).await },
         ))
@@ -261,14 +324,16 @@ impl RedisContainer {
     }
 
     async fn disconnect(&self, network: &str) -> Result<()> {
-        disconnect(&self.docker, self.container.id().to_owned(), network).await
+        self.mark_faulted();
+        disconnect(&self.docker, self.handle().id().to_owned(), network).await
     }
 
     /// Connects the node to `network`, at `ip` if given (else Docker
     /// chooses).
     async fn connect(&self, network: &str, ip: Option<IpAddr>) -> Result<()> {
+        self.mark_faulted();
         let request = NetworkConnectRequest {
-            container: self.container.id().to_owned(),
+            container: self.handle().id().to_owned(),
             endpoint_config: Some(EndpointSettings {
                 ipam_config: ip.map(|ip| EndpointIpamConfig {
                     ipv4_address: Some(ip.to_string()),
@@ -289,7 +354,7 @@ impl RedisContainer {
         while !ping(self.addr).await {
             tries += 1;
             // Now and then, see whether the server gave up.
-            if tries.is_multiple_of(20) && !self.container.is_running().await.unwrap_or(false) {
+            if tries.is_multiple_of(20) && !self.handle().is_running().await.unwrap_or(false) {
                 return Err(HarnessError::ServerStart(format!(
                     "the container of {} exited; its log ends with:\n{}",
                     self.image,
@@ -308,8 +373,8 @@ impl RedisContainer {
     }
 
     async fn log_tail(&self) -> String {
-        let out = self.container.stdout_to_vec().await.unwrap_or_default();
-        let err = self.container.stderr_to_vec().await.unwrap_or_default();
+        let out = self.handle().stdout_to_vec().await.unwrap_or_default();
+        let err = self.handle().stderr_to_vec().await.unwrap_or_default();
         tail(
             &format!(
                 "{}{}",
@@ -318,6 +383,26 @@ impl RedisContainer {
             ),
             10,
         )
+    }
+}
+
+impl Drop for RedisContainer {
+    /// A spare that nothing faulted is wiped and kept for a later cell;
+    /// any other container is removed (by testcontainers, as the handle
+    /// drops).
+    fn drop(&mut self) {
+        let Some(origin) = self.spare_origin.take() else {
+            return;
+        };
+        if self.faulted.load(Ordering::Relaxed) {
+            return;
+        }
+        if spares::wipe(self.addr, &origin).is_ok()
+            && let Some(container) = self.container.take()
+        {
+            let spares = origin.spares.clone();
+            spares.give_back(container, self.network.clone(), self.addr, origin);
+        }
     }
 }
 
