@@ -54,6 +54,7 @@ pub async fn run(
     }
     // Fail early, with the installation hint, when no Redis can be had.
     let backend = harness::server::Backend::from_env()?;
+    let on_processes = matches!(backend, harness::server::Backend::Process);
     // On Docker, a cell's plain servers that its story left alone are
     // wiped and used again by later cells (harness::server::Spares).
     let (backend, spares) = backend.with_spares();
@@ -66,7 +67,7 @@ pub async fn run(
         ))
     };
     let started = std::time::Instant::now();
-    let cells = matrix::run(&stages, &scenarios, env_for, jobs, json).await;
+    let cells = matrix::run(&stages, &scenarios, env_for, jobs, json, on_processes).await;
     // The command returns once its containers are gone.
     let spare_counts = spares.map(|spares| {
         spares.remove_all();

@@ -95,13 +95,15 @@ const CLUSTER_COLUMNS: &[&str] = &[
 ];
 
 /// Runs every pair of `stages` × `scenarios`, `jobs` at a time, with a
-/// progress bar on stderr (hidden when `quiet`).
+/// progress bar on stderr (hidden when `quiet`); the consensus stores'
+/// rows first when `stores_first` (on processes), else as listed.
 pub async fn run(
     stages: &[StageEntry],
     scenarios: &[&'static Scenario],
     env_for: impl Fn(&StageEntry) -> Result<ScenarioEnv, String>,
     jobs: usize,
     quiet: bool,
+    stores_first: bool,
 ) -> Vec<Cell> {
     let total = stages.len() * scenarios.len();
     let progress = if quiet {
@@ -123,13 +125,19 @@ pub async fn run(
     // last cell is done.
     let shared_zookeeper = SharedZooKeeper::new();
     let mut tasks = JoinSet::new();
-    // The consensus stores' rows are queued first: their cells are the
-    // longest (seconds-long session and lease TTLs), and a pool that takes
-    // them last ends with one of them running alone.
+    // On processes, the consensus stores' rows are queued first: their
+    // cells are the longest (seconds-long session and lease TTLs), and a
+    // pool that takes them last ends with one of them running alone. Not
+    // on Docker: there they come last, as listed, when the Sentinel and
+    // Cluster pools (which have no cells for them) are done. Their Java
+    // and etcd processes starting beside those pools' containers starved
+    // the containers: a Cluster node gave no reply within half a second.
     let mut rows: Vec<(usize, &StageEntry)> = stages.iter().enumerate().collect();
-    rows.sort_by_key(|(_, stage)| {
-        !harness::scenario::ensemble::on_consensus_store(&stage.description)
-    });
+    if stores_first {
+        rows.sort_by_key(|(_, stage)| {
+            !harness::scenario::ensemble::on_consensus_store(&stage.description)
+        });
+    }
     for (row, stage) in rows {
         for (column, scenario) in scenarios.iter().enumerate() {
             let stage = *stage;
