@@ -60,9 +60,9 @@ pub enum Command {
         /// Where to write matrix.md and matrix.json.
         #[arg(long, default_value = "target/matrix")]
         out: std::path::PathBuf,
-        /// How many cells run at once (and besides, as many Redis Cluster
-        /// cells, as many consensus-store cells, and a third more Sentinel
-        /// cells: they mostly wait).
+        /// How many cells run at once (and besides, as many consensus-store
+        /// cells, and a third more Sentinel cells and a third more Redis
+        /// Cluster cells: they mostly wait).
         #[arg(long, default_value_t = crate::matrix::DEFAULT_JOBS)]
         jobs: usize,
         /// Also write the matrix as pages into this folder: index.html and

@@ -14,8 +14,9 @@ pub enum HarnessError {
     /// No way to start etcd (stage 10) here: no `etcd` binary.
     #[error("{0}")]
     NoEtcd(String),
-    /// A server would not start or answer.
-    #[error("redis-server did not start: {0}")]
+    /// A server (redis-server, a ZooKeeper or etcd member) would not
+    /// start or answer.
+    #[error("a server did not start or answer: {0}")]
     ServerStart(String),
     /// The Docker engine refused or failed an operation.
     #[error("docker: {0}")]

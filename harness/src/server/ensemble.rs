@@ -168,13 +168,33 @@ impl Members {
                 return Ok(index);
             }
             if Instant::now() > deadline {
+                // The members' own words: their data folder goes with
+                // the run.
                 return Err(HarnessError::ServerStart(format!(
-                    "no {} member leads after {within:?} (members said {roles:?})",
-                    self.store
+                    "no {} member leads after {within:?} (members said {roles:?});                      the end of each member's log:\n{}",
+                    self.store,
+                    self.log_tails(8)
                 )));
             }
             sleep(Duration::from_millis(50)).await;
         }
+    }
+
+    /// The last `lines` lines of each member's log, headed by its id.
+    fn log_tails(&self, lines: usize) -> String {
+        self.list
+            .iter()
+            .map(|member| {
+                let text = std::fs::read_to_string(&member.log).unwrap_or_default();
+                format!(
+                    "--- member {} ({})\n{}",
+                    member.id,
+                    member.log.display(),
+                    super::redis_process::tail(&text, lines)
+                )
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
     }
 
     /// Waits until every member answers with a role and one of them leads.
