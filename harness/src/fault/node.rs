@@ -133,6 +133,8 @@ pub async fn jump_clock(
         return Ok((before, before));
     }
     let left = (before - jump).max(1);
+    // The lock as it is (value, not TTL), to tell its renewal from a new lock.
+    let held: Option<Vec<u8>> = redis::cmd("DUMP").arg(key).query_async(&mut conn).await?;
     redis::cmd("PEXPIRE")
         .arg(key)
         .arg(left)
@@ -144,23 +146,42 @@ pub async fn jump_clock(
     // the node has expired it: a client that asked within that millisecond
     // would still find the lock held (seen on a loaded machine).
     if left == 1 {
-        until_gone(&mut conn, key).await?;
+        until_expired(&mut conn, key, held).await?;
     }
     Ok((before, left))
 }
 
-/// Returns once `key` is gone (within a second: it has a millisecond left).
-async fn until_gone(conn: &mut lockcore::Connection, key: &str) -> Result<()> {
+/// Returns once the lock `held` (`key`'s DUMP), given a millisecond, is
+/// gone (within a second). A watchdog that renewed it within that
+/// millisecond renewed it on a clock that has already passed its end: the
+/// jump applies again. A new lock under the key (another value) is not
+/// the jump's to cut.
+async fn until_expired(
+    conn: &mut lockcore::Connection,
+    key: &str,
+    held: Option<Vec<u8>>,
+) -> Result<()> {
     let deadline = tokio::time::Instant::now() + Duration::from_secs(1);
     loop {
-        let exists: i64 = redis::cmd("EXISTS").arg(key).query_async(conn).await?;
-        if exists == 0 {
+        let left: i64 = redis::cmd("PTTL").arg(key).query_async(conn).await?;
+        if left == -2 {
+            return Ok(());
+        }
+        let now: Option<Vec<u8>> = redis::cmd("DUMP").arg(key).query_async(conn).await?;
+        if now != held {
             return Ok(());
         }
         if tokio::time::Instant::now() > deadline {
             return Err(HarnessError::Bug(format!(
                 "{key} was due to expire a second ago and is still there"
             )));
+        }
+        if left > 1 {
+            redis::cmd("PEXPIRE")
+                .arg(key)
+                .arg(1)
+                .query_async::<i64>(conn)
+                .await?;
         }
         tokio::time::sleep(Duration::from_millis(1)).await;
     }
