@@ -118,9 +118,9 @@ pub async fn run(
             .unwrap_or_else(|_| ProgressStyle::default_bar()),
     );
     let permits = Arc::new(Semaphore::new(jobs.max(1)));
-    let sentinel_permits = Arc::new(Semaphore::new((jobs + jobs / 3).max(1)));
+    let sentinel_permits = Arc::new(Semaphore::new(waiting_pool_size(jobs)));
     let ensemble_permits = Arc::new(Semaphore::new(jobs.max(1)));
-    let cluster_permits = Arc::new(Semaphore::new((jobs + jobs / 3).max(1)));
+    let cluster_permits = Arc::new(Semaphore::new(waiting_pool_size(jobs)));
     let running = Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
     // Stage 9's cells whose story leaves the ensemble alone share one, a
     // chroot each (harness::server::shared_zookeeper); it stops when the
@@ -205,6 +205,12 @@ pub async fn run(
     progress.finish_and_clear();
     cells.sort_by_key(|(position, _)| *position);
     cells.into_iter().map(|(_, cell)| cell).collect()
+}
+
+/// How many Sentinel or Cluster cells run at once beside `jobs` others: a
+/// third more (4 at the default 3; 2 at 2), since they mostly wait.
+fn waiting_pool_size(jobs: usize) -> usize {
+    (jobs + jobs / 3).max(1)
 }
 
 fn set_running(

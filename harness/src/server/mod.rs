@@ -195,30 +195,35 @@ pub struct Node {
     server: Server,
 }
 
-/// Stops `nodes` all at once, each on a thread of its own: a container is
-/// removed on drop by a call to the engine that blocks its thread, and a
-/// run's six containers one after another took about a second.
+/// Stops `nodes` all at once, each on a thread of its own (see
+/// [`drop_together`]): a run's six containers one after another took about
+/// a second.
 pub fn stop_all(nodes: impl IntoIterator<Item = Node>) {
+    drop_together(nodes.into_iter().collect());
+}
+
+/// Drops `items` at once, each on a thread of its own that has entered the
+/// current runtime: a container is removed on drop by a call to the engine
+/// that blocks its thread. Outside a runtime of several threads (a test's
+/// single one), or for a single item, they drop here one after another.
+pub(crate) fn drop_together<T: Send>(items: Vec<T>) {
     use tokio::runtime::{Handle, RuntimeFlavor};
-    let nodes: Vec<Node> = nodes.into_iter().collect();
-    // Each drop blocks its thread until the engine answers; on a runtime
-    // of one thread (a test's) they go one after another, as they would.
     let runtime = match Handle::try_current() {
         Ok(runtime) if runtime.runtime_flavor() == RuntimeFlavor::MultiThread => runtime,
         _ => return,
     };
-    if nodes.len() < 2 {
+    if items.len() < 2 {
         return;
     }
     // Off the runtime's worker while the threads wait, so the runtime
     // keeps driving the removals' I/O.
     tokio::task::block_in_place(|| {
         std::thread::scope(|scope| {
-            for node in nodes {
+            for item in items {
                 let runtime = runtime.clone();
                 scope.spawn(move || {
                     let _entered = runtime.enter();
-                    drop(node);
+                    drop(item);
                 });
             }
         });

@@ -55,14 +55,28 @@ where
     T: Send + 'static,
     F: Future<Output = Result<T>>,
 {
-    std::thread::spawn(move || {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()?;
-        runtime.block_on(async move { work(engine()?).await })
+    on_own_runtime(move || async move { work(engine()?).await })
+}
+
+/// Runs `work` to its end on a thread and runtime of its own, so it can be
+/// awaited from synchronous code and from destructors, inside a tokio
+/// runtime or outside one.
+pub(crate) fn on_own_runtime<T, F>(work: impl FnOnce() -> F + Send) -> Result<T>
+where
+    T: Send,
+    F: Future<Output = Result<T>>,
+{
+    std::thread::scope(|scope| {
+        scope
+            .spawn(|| {
+                tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()?
+                    .block_on(work())
+            })
+            .join()
+            .unwrap_or_else(|_| Err(HarnessError::Docker("the engine thread panicked".into())))
     })
-    .join()
-    .unwrap_or_else(|_| Err(HarnessError::Docker("the engine thread panicked".into())))
 }
 
 /// A client of the local engine (`DOCKER_HOST` or the default socket).

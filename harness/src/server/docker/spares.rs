@@ -40,8 +40,6 @@ use crate::error::{HarnessError, Result};
 
 /// At most this many idle spares are kept; one more is removed.
 const MAX_IDLE: usize = 16;
-/// How long a spare rests after it was wiped before a cell may take it.
-pub const REST: Duration = Duration::from_millis(500);
 /// How long wiping a spare may take before it is given up (and removed).
 const WIPE_WITHIN: Duration = Duration::from_secs(3);
 
@@ -84,8 +82,9 @@ pub(crate) struct Origin {
 }
 
 impl Spares {
-    /// How long a spare rests after it was wiped before a run may take it.
-    pub const REST: Duration = REST;
+    /// How long a spare rests after it was wiped before a run may take
+    /// it.
+    pub const REST: Duration = Duration::from_millis(500);
 
     /// No spares yet, for containers of `image`.
     pub fn new(image: &str) -> Arc<Self> {
@@ -116,7 +115,7 @@ impl Spares {
         let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
         let position = idle
             .iter()
-            .position(|s| s.origin.args == args && s.wiped_at.elapsed() >= REST)?;
+            .position(|s| s.origin.args == args && s.wiped_at.elapsed() >= Self::REST)?;
         let spare = idle.remove(position)?;
         self.reused.fetch_add(1, Ordering::Relaxed);
         Some(spare)
@@ -162,24 +161,7 @@ impl Spares {
             let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
             idle.drain(..).collect()
         };
-        let runtime = tokio::runtime::Handle::try_current().ok();
-        let remove = move || {
-            std::thread::scope(|scope| {
-                for spare in spares {
-                    let runtime = runtime.clone();
-                    scope.spawn(move || {
-                        let _entered = runtime.as_ref().map(|r| r.enter());
-                        drop(spare);
-                    });
-                }
-            });
-        };
-        match tokio::runtime::Handle::try_current() {
-            Ok(handle) if handle.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
-                tokio::task::block_in_place(remove)
-            }
-            _ => remove(),
-        }
+        crate::server::drop_together(spares);
     }
 }
 
@@ -206,22 +188,11 @@ impl Origin {
 /// runtime of its own (it is called from a destructor, inside a runtime or
 /// outside one). An error says why it cannot be used again.
 pub(crate) fn wipe(addr: SocketAddr, origin: &Origin) -> std::result::Result<(), String> {
-    std::thread::scope(|scope| {
-        scope
-            .spawn(|| {
-                let runtime = tokio::runtime::Builder::new_current_thread()
-                    .enable_all()
-                    .build()
-                    .map_err(|e| e.to_string())?;
-                runtime.block_on(async {
-                    tokio::time::timeout(WIPE_WITHIN, wipe_now(addr, origin))
-                        .await
-                        .map_err(|_| format!("not wiped within {WIPE_WITHIN:?}"))?
-                })
-            })
-            .join()
-            .unwrap_or_else(|_| Err("the wiping thread panicked".into()))
+    let wiped = super::on_own_runtime(|| async {
+        Ok(tokio::time::timeout(WIPE_WITHIN, wipe_now(addr, origin)).await)
     })
+    .map_err(|e| e.to_string())?;
+    wiped.map_err(|_| format!("not wiped within {WIPE_WITHIN:?}"))?
 }
 
 async fn wipe_now(addr: SocketAddr, origin: &Origin) -> std::result::Result<(), String> {
