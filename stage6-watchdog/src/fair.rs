@@ -21,46 +21,67 @@
 //! The rule: *a waiting client never takes the lock; the release gives it.*
 //! Whoever asks while others wait joins the tail, the client that just
 //! released included. The release pops the head of the queue, writes the
-//! head's field into the hash, and tells the head on its client's own
-//! channel, `redisson_lock__channel:{name}:<client-uuid>`, with the head's
-//! name as the message. Nobody else wakes. The head then asks the server
-//! once (`EVALSHA` refresh), which answers that the lock is its own: the
-//! message only says when to ask, never what the answer is. (Redisson's
-//! head takes the lock itself when woken, and uses one channel per waiting
+//! head's owner into the hash, and names the head's request on its
+//! client's own channel, `redisson_lock__channel:{name}:<client-uuid>`.
+//! Nobody else wakes, and the head sends nothing to take the lock: the
+//! message is the grant, when it can be trusted (below). (Redisson's head
+//! takes the lock itself when woken, and uses one channel per waiting
 //! thread; one channel per client needs one subscription for the client's
 //! whole life.)
+//!
+//! ## When a message can be trusted
+//!
+//! A message tells of the past: the lock was handed over at some moment
+//! the head does not know. Two things make it safe to act on without
+//! asking the server again:
+//!
+//! - **Every request has a name of its own**, the owner and a number,
+//!   `<client-uuid>:task-7#41`, in the queue, in the deadlines and in the
+//!   message. A message left over from an earlier request of the same
+//!   owner names a request that is over, and wakes nobody. (When messages
+//!   named owners, the explorer found a client let in on such a message
+//!   beside the holder the server had chosen.)
+//! - **A hand-over leaves the lock a waiter timeout**, and it happened
+//!   after the request was sent. A head named within a third of a waiter
+//!   timeout of asking has two thirds of one left at least, by its own
+//!   clock, and its watchdog renews the lock a third of a waiter timeout
+//!   after the request. A message that comes later (a busy or frozen
+//!   client, a slow link) is only a reason to ask: the refresh script
+//!   answers, and its claim gives the lock the whole lease.
 //!
 //! ## What a dead waiter costs
 //!
 //! A queue has a failure the plain lock has not: the head may be dead. A
 //! waiter killed with `kill -9`, or frozen, is still in the list, and the
-//! release hands it the lock. Nobody renews that lock, so the hand-over
-//! gives it a short lease, the **waiter timeout**: a sixth of the watchdog
-//! timeout, the ratio of Redisson's defaults (its `threadWaitTime`, 5 s,
-//! against a 30 s watchdog). A live head claims it, and the claim gives it
-//! the whole lease; a dead head's lock expires, and the next waiter to look (every waiter
+//! release hands it the lock. So every hand-over gives a short lease, the
+//! **waiter timeout**: a sixth of the watchdog timeout, the ratio of
+//! Redisson's defaults (its `threadWaitTime`, 5 s, against a 30 s
+//! watchdog). A live head's watchdog renews it in time (above); a dead or
+//! frozen head's lock expires, and the next waiter to look (every waiter
 //! looks at least every third of the waiter timeout) hands it on. Each dead
-//! waiter at the head costs the queue one waiter timeout, plus up to a
-//! third of it, and no more: the `dead-waiter` scenario measures it.
+//! or frozen waiter at the head costs the queue one waiter timeout, plus up
+//! to a third of it, and no more: the `dead-waiter` scenario measures it. A
+//! frozen waiter that thaws finds its message too old to trust, asks, and
+//! is told the lock is not its own.
+//!
+//! A waiter whose wait is dropped (its future cancelled) leaves the queue
+//! in the background, and gives back a lock handed to it meanwhile.
 //!
 //! A waiter that looks and is still not named renews its deadline in the
 //! sorted set, so waiters found past their deadline when a hand-over went
-//! unanswered are dropped rather than handed the lock in turn. A message
-//! may be stale (read late after a freeze, or left over from a hand-over
-//! whose lease ran out before the waiter came): the explorer once found a
-//! client let in on such a message beside the holder the server had
-//! chosen. That is why only the server's answer grants the lock.
+//! unanswered are dropped rather than handed the lock in turn.
 //!
 //! ## What it costs, what it buys
 //!
 //! In order: the lock changes hands at almost every release. Cheap: a
-//! contended hand-over costs the release script (`EVALSHA`, `HDEL`, `LPOP`,
-//! `HSET`, `PEXPIRE`, `PUBLISH`), the head's `EVALSHA` claiming it (`HEXISTS`, `PEXPIRE`), and
-//! the next request's `EVALSHA` and `RPUSH`, where the plain lock wakes every client to lose a try. What it
-//! costs: the lock always travels to another process, a message later,
-//! instead of being taken again at once by the client that had it; a dead
-//! head stalls everyone behind it for a waiter timeout; and fairness is
-//! only as good as the queue, which is one more key on the one master.
+//! contended hand-over costs the release script (`EVALSHA`, `HDEL`,
+//! `LPOP`, `HSET`, `PEXPIRE`, `PUBLISH`) and the next request's `RPUSH`,
+//! sent bare when the client's last request had to wait: seven commands,
+//! where the plain lock wakes every client to lose a try. What it costs: the lock always travels to another
+//! process, a message later, instead of being taken again at once by the
+//! client that had it; a dead head stalls everyone behind it for a waiter
+//! timeout; and fairness is only as good as the queue, which is one more
+//! key on the one master.
 //!
 //! Everything else is stage 6: reentrance, the watchdog, the lost-lock
 //! signal, and the failures it does not fix (a frozen holder, a failover).
@@ -69,7 +90,8 @@ mod scripts;
 mod wake;
 
 use std::collections::HashMap;
-use std::sync::{Mutex, MutexGuard};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -77,7 +99,8 @@ use lockcore::{
     Acquired, ClientSetup, ConnectFuture, Description, DistributedLock, FaultPoints, LockConfig,
     LockError, LostSignal, Point, Release, StageEntry,
 };
-use tokio::time::{Instant, sleep, timeout};
+use redis::ScriptInvocation;
+use tokio::time::{Instant, sleep, sleep_until, timeout};
 use uuid::Uuid;
 
 use crate::Watchdog;
@@ -91,10 +114,10 @@ pub const DESCRIPTION: Description = Description {
     name: "stage6-fair",
     title: "Redisson's fair lock: stage 6 with a queue; a release hands the lock to the head",
     acquire_commands: "EVALSHA enqueue (RPUSH | HSET + PEXPIRE if free); SUBSCRIBE to the \
-                       client's channel once; when named by the release (or every waiter \
-                       timeout/3) EVALSHA refresh (HEXISTS: ours? then PEXPIRE lease, else ZADD deadline); \
-                       EVALSHA renew",
-    release_commands: "EVALSHA release (HDEL, LPOP head, HSET head + PEXPIRE, PUBLISH to it)",
+                       client's channel once; named by the release soon enough: nothing more; \
+                       else (or every waiter timeout/3) EVALSHA refresh (HEXISTS: ours? then \
+                       PEXPIRE lease, else ZADD deadline); EVALSHA renew",
+    release_commands: "EVALSHA release (HDEL, LPOP head, HSET head, PEXPIRE waiter timeout, PUBLISH to it)",
     reentrant: true,
     nodes: 1,
     fault_points: &[Point::AfterAcquire],
@@ -133,10 +156,14 @@ pub struct FairLock {
     client_id: Uuid,
     waiter_timeout: Duration,
     faults: FaultPoints,
-    /// This client's waiters, each woken by its own name.
+    /// This client's waiters, each woken by its request's name.
     wakes: Wakes,
+    /// The number of this client's next request.
+    requests: AtomicU64,
+    /// Whether this client's last request had to wait in line.
+    contended: AtomicBool,
     /// What this client holds: per owner, its count and its watchdog.
-    holds: Mutex<HashMap<String, Hold>>,
+    holds: Arc<Mutex<HashMap<String, Hold>>>,
 }
 
 struct Hold {
@@ -165,7 +192,9 @@ impl FairLock {
             config: setup.config.clone(),
             client_id,
             faults: setup.faults.clone(),
-            holds: Mutex::default(),
+            requests: AtomicU64::new(1),
+            contended: AtomicBool::new(false),
+            holds: Arc::default(),
             setup,
         })
     }
@@ -191,82 +220,134 @@ impl FairLock {
         if self.holds().contains_key(&owner) {
             // Reentrance, decided by what this client knows it holds: a
             // holder must not queue behind its own lock.
+            let asked = Instant::now();
             if self.reenter(&owner).await? {
-                return self.took(owner).await.map(Some);
+                return self.took(owner, asked).await.map(Some);
             }
             self.holds().remove(&owner); // the lock was lost meanwhile
         }
+        // This request's own name in the queue and in the messages.
+        let number = self.requests.fetch_add(1, Ordering::Relaxed);
+        let request = format!("{owner}#{number}");
         // Hung before the first try: a hand-over named after it is kept.
-        let bell = self.wakes.register(&owner);
-        let waited = self.wait_in_line(&owner, &bell, deadline).await;
-        let ours = match waited {
-            Ok(true) => true,
-            // Gave up (or failed): leave the queue, unless the lock was
-            // handed to us in the meantime.
-            Ok(false) => self.leave(&owner).await?,
+        let bell = self.wakes.register(&request);
+        let mut in_line = InLine {
+            lock: self,
+            owner: &owner,
+            request: &request,
+            settled: false,
+        };
+        let since = match self.wait_in_line(&owner, &request, &bell, deadline).await {
+            Ok(Some(since)) => Some(since),
+            // Gave up: leave the queue, unless the lock was handed to us
+            // in the meantime.
+            Ok(None) => {
+                let asked = Instant::now();
+                let ours = self.leave(&owner, &request).await;
+                in_line.settled = ours.is_ok();
+                ours?.then_some(asked)
+            }
             Err(e) => {
-                let _ = self.leave(&owner).await;
+                in_line.settled = self.leave(&owner, &request).await.is_ok();
                 return Err(e);
             }
         };
-        if ours {
-            self.took(owner).await.map(Some)
-        } else {
-            Ok(None)
+        in_line.settled = true;
+        drop(in_line);
+        match since {
+            Some(since) => self.took(owner, since).await.map(Some),
+            None => Ok(None),
         }
     }
     // ANCHOR_END: fair_try_lock
 
     // ANCHOR: fair_wait
-    /// `true` once the lock is ours, `false` when `deadline` passed.
+    /// When the lock became ours (no earlier than the instant returned),
+    /// or `None` once `deadline` passed.
     async fn wait_in_line(
         &self,
         owner: &str,
+        request: &str,
         bell: &Bell<'_>,
         deadline: Instant,
-    ) -> Result<bool, LockError> {
-        if self.enqueue(owner).await? {
-            return Ok(true); // free, and nobody was waiting
+    ) -> Result<Option<Instant>, LockError> {
+        let asked = Instant::now();
+        // Whether a refresh wrote this request a deadline (the refresh
+        // that claims the lock takes it away again).
+        let mut has_deadline = false;
+        if !self.contended.load(Ordering::Relaxed) {
+            // The last request found the lock free: one script joins the
+            // line and, if the line was empty and the lock free, takes it.
+            if self.enqueue(owner, request).await? {
+                return Ok(Some(asked)); // free, and nobody was waiting
+            }
+        } else if self.join(request).await? == 1 {
+            // The last request had to wait, so this one is the script's
+            // `RPUSH` alone, one command. Alone in line after all: the lock
+            // may be free with nobody to hand it over, so look at once.
+            if self.refresh(owner, request).await? {
+                self.contended.store(false, Ordering::Relaxed);
+                return Ok(Some(asked));
+            }
+            has_deadline = true;
         }
-        let fresh = self.waiter_timeout / 3;
+        self.contended.store(true, Ordering::Relaxed);
+        // A hand-over to this request came after `asked` and left the lock
+        // a waiter timeout at least: a message heard within a third of it
+        // is the grant, with two thirds of a waiter timeout to spare.
+        let trusted_until = asked + self.waiter_timeout / 3;
+        let look = self.waiter_timeout / 3;
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
-                return Ok(false);
+                return Ok(None);
             }
             if self.wakes.is_listening() {
-                // Named by a release, or a third of the waiter timeout
-                // gone: either way the lock itself is asked. A message is
-                // never taken as the grant: one left over from an earlier
-                // hand-over (whose lease ran out before we came) once let
-                // this client in beside the holder the script had chosen.
-                let _ = timeout(fresh.min(left), bell.rung()).await;
+                let _ = timeout(look.min(left), bell.rung()).await;
+                if bell.named() && !has_deadline && Instant::now() < trusted_until {
+                    return Ok(Some(asked));
+                }
             } else {
                 // The first wait of this client: subscribe, then look at
                 // once, since a hand-over published before the SUBSCRIBE
                 // reached nobody.
                 self.wakes.listen(&self.setup, self.url()).await?;
             }
-            if self.refresh(owner).await? {
-                return Ok(true);
+            // Named too late to trust, or a third of the waiter timeout
+            // gone, or just subscribed: the server is asked.
+            let asking = Instant::now();
+            if self.refresh(owner, request).await? {
+                return Ok(Some(asking));
             }
+            has_deadline = true;
         }
     }
     // ANCHOR_END: fair_wait
 
-    async fn enqueue(&self, owner: &str) -> Result<bool, LockError> {
+    async fn enqueue(&self, owner: &str, request: &str) -> Result<bool, LockError> {
         let queued: Option<i64> = ENQUEUE
             .key(&self.config.key)
             .key(&self.queue)
             .key(&self.timeouts)
             .arg(millis(self.config.watchdog_timeout))
             .arg(owner)
+            .arg(request)
             .invoke_async(&mut self.conn.clone())
             .await?;
         Ok(queued.is_none())
     }
 
-    async fn refresh(&self, owner: &str) -> Result<bool, LockError> {
+    /// Joins the tail of the line; how many are in it now.
+    async fn join(&self, request: &str) -> Result<u64, LockError> {
+        let queued: u64 = redis::cmd("RPUSH")
+            .arg(&self.queue)
+            .arg(request)
+            .query_async(&mut self.conn.clone())
+            .await?;
+        Ok(queued)
+    }
+
+    async fn refresh(&self, owner: &str, request: &str) -> Result<bool, LockError> {
         let waiting: i64 = REFRESH
             .key(&self.config.key)
             .key(&self.queue)
@@ -275,22 +356,41 @@ impl FairLock {
             .arg(owner)
             .arg(millis(self.waiter_timeout))
             .arg(&self.channel)
+            .arg(request)
             .invoke_async(&mut self.conn.clone())
             .await?;
         Ok(waiting == 0)
     }
 
     /// Leaves the queue; `true` if the lock was handed to us meanwhile.
-    async fn leave(&self, owner: &str) -> Result<bool, LockError> {
-        let ours: i64 = LEAVE
-            .key(&self.config.key)
+    async fn leave(&self, owner: &str, request: &str) -> Result<bool, LockError> {
+        let ours: i64 = self
+            .leave_script(owner, request)
+            .invoke_async(&mut self.conn.clone())
+            .await?;
+        Ok(ours == 1)
+    }
+
+    fn leave_script(&self, owner: &str, request: &str) -> ScriptInvocation<'static> {
+        let mut leave = LEAVE.key(&self.config.key);
+        leave
             .key(&self.queue)
             .key(&self.timeouts)
             .arg(owner)
             .arg(millis(self.config.watchdog_timeout))
-            .invoke_async(&mut self.conn.clone())
-            .await?;
-        Ok(ours == 1)
+            .arg(request);
+        leave
+    }
+
+    fn release_script(&self, owner: &str) -> ScriptInvocation<'static> {
+        let mut release = RELEASE.key(&self.config.key);
+        release
+            .key(&self.queue)
+            .key(&self.timeouts)
+            .arg(owner)
+            .arg(millis(self.waiter_timeout))
+            .arg(&self.channel);
+        release
     }
 
     async fn reenter(&self, owner: &str) -> Result<bool, LockError> {
@@ -303,13 +403,14 @@ impl FairLock {
         Ok(count.is_some())
     }
 
-    /// The lock is ours: count the hold, start the watchdog on the first.
-    async fn took(&self, owner: String) -> Result<Acquired, LockError> {
+    /// The lock is ours, since `since` at least: count the hold, start the
+    /// watchdog on the first.
+    async fn took(&self, owner: String, since: Instant) -> Result<Acquired, LockError> {
         let lost = {
             let mut holds = self.holds();
             let hold = holds.entry(owner.clone()).or_insert_with(|| Hold {
                 count: 0,
-                watchdog: self.start_watchdog(owner.clone()),
+                watchdog: self.start_watchdog(owner.clone(), since),
             });
             hold.count += 1;
             hold.watchdog.lost.clone()
@@ -325,20 +426,20 @@ impl FairLock {
 
     // ANCHOR: fair_watchdog
     /// Stage 6's watchdog, with one change: its first renewal comes a third
-    /// of the *waiter* timeout after the lock is taken, since a lock handed
-    /// over lives only that long until renewed. Later renewals come every
-    /// third of the watchdog timeout, as in stage 6.
-    fn start_watchdog(&self, owner: String) -> Watchdog {
+    /// of the *waiter* timeout after `since`, the moment the request that
+    /// won the lock was sent, since a lock handed over may live only that
+    /// long until renewed. Later renewals come every third of the watchdog
+    /// timeout, as in stage 6. A section shorter than that renews nothing.
+    fn start_watchdog(&self, owner: String, since: Instant) -> Watchdog {
         let (fire, lost) = LostSignal::new();
         let mut conn = self.conn.clone();
         let key = self.config.key.clone();
         let lease = self.config.watchdog_timeout;
-        let mut next = self.waiter_timeout.min(lease) / 3;
+        let first = since + self.waiter_timeout.min(lease) / 3;
         let faults = self.faults.clone();
         let task = tokio::spawn(async move {
+            sleep_until(first).await;
             loop {
-                sleep(next).await;
-                next = lease / 3;
                 if faults.has_crashed() {
                     return;
                 }
@@ -352,6 +453,7 @@ impl FairLock {
                     fire.send_replace(true);
                     return;
                 }
+                sleep(lease / 3).await;
             }
         });
         Watchdog { task, lost }
@@ -390,13 +492,8 @@ impl FairLock {
                 }
             };
         }
-        let released: Option<i64> = RELEASE
-            .key(&self.config.key)
-            .key(&self.queue)
-            .key(&self.timeouts)
-            .arg(owner)
-            .arg(millis(self.waiter_timeout))
-            .arg(&self.channel)
+        let released: Option<i64> = self
+            .release_script(owner)
             .invoke_async(&mut self.conn.clone())
             .await?;
         // Either way this owner holds nothing now: its watchdog stops.
@@ -407,7 +504,8 @@ impl FairLock {
         }
     }
 
-    /// The owners waiting in line, first first (`LRANGE` of the queue).
+    /// The owners waiting in line, first first (`LRANGE` of the queue,
+    /// without the requests' numbers).
     pub async fn queued(&self) -> Result<Vec<String>, LockError> {
         let queued: Vec<String> = redis::cmd("LRANGE")
             .arg(&self.queue)
@@ -415,7 +513,13 @@ impl FairLock {
             .arg(-1)
             .query_async(&mut self.conn.clone())
             .await?;
-        Ok(queued)
+        Ok(queued
+            .into_iter()
+            .map(|request| match request.rsplit_once('#') {
+                Some((owner, _)) => owner.to_owned(),
+                None => request,
+            })
+            .collect())
     }
 
     fn url(&self) -> &str {
@@ -423,9 +527,47 @@ impl FairLock {
     }
 
     fn holds(&self) -> MutexGuard<'_, HashMap<String, Hold>> {
-        self.holds
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+        lock_holds(&self.holds)
+    }
+}
+
+fn lock_holds(holds: &Mutex<HashMap<String, Hold>>) -> MutexGuard<'_, HashMap<String, Hold>> {
+    holds
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// A request in line. Dropped before it is settled (the future waiting was
+/// dropped, by a `timeout` around it, say), it leaves the queue in the
+/// background, and gives back a lock handed to it meanwhile, which would
+/// otherwise hold the queue up for a waiter timeout.
+struct InLine<'a> {
+    lock: &'a FairLock,
+    owner: &'a str,
+    request: &'a str,
+    settled: bool,
+}
+
+impl Drop for InLine<'_> {
+    fn drop(&mut self) {
+        if self.settled || self.lock.faults.has_crashed() {
+            return;
+        }
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let leave = self.lock.leave_script(self.owner, self.request);
+        let release = self.lock.release_script(self.owner);
+        let mut conn = self.lock.conn.clone();
+        let holds = Arc::clone(&self.lock.holds);
+        let owner = self.owner.to_owned();
+        runtime.spawn(async move {
+            let handed: Result<i64, _> = leave.invoke_async(&mut conn).await;
+            // Not if the owner holds the lock itself, by another request.
+            if handed == Ok(1) && !lock_holds(&holds).contains_key(&owner) {
+                let _: Result<Option<i64>, _> = release.invoke_async(&mut conn).await;
+            }
+        });
     }
 }
 

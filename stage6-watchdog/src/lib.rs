@@ -105,7 +105,7 @@ pub const DESCRIPTION: Description = Description {
     stage: 6,
     name: "stage6",
     title: "Redisson-style: reentrant hash, watchdog renewal, pub/sub wait",
-    acquire_commands: "EVALSHA acquire (HINCRBY field 1, PEXPIRE | PTTL); SUBSCRIBE to wait; \
+    acquire_commands: "EVALSHA acquire (PTTL, HINCRBY field 1 + PEXPIRE | HEXISTS); SUBSCRIBE to wait; \
                        EVALSHA renew (HEXISTS, PEXPIRE) every watchdog/3",
     release_commands: "EVALSHA release (HINCRBY field -1, PEXPIRE | DEL, PUBLISH 0)",
     reentrant: true,
@@ -123,14 +123,20 @@ pub const UNLOCK_MESSAGE: &str = "0";
 /// holder's remaining time in milliseconds, so a waiter knows how long it
 /// may sleep at most.
 ///
+/// Redisson asks `EXISTS` first and `PTTL` last. `PTTL` first answers both
+/// questions at once (-2: no such key), so a waiter that loses pays three
+/// commands (`EVALSHA`, `PTTL`, `HEXISTS`) instead of four; the effects
+/// are the same.
+///
 /// `KEYS[1]` the lock name, `ARGV[1]` the lease in ms, `ARGV[2]` the owner.
 pub const ACQUIRE_SCRIPT: &str = r"
-if redis.call('exists', KEYS[1]) == 0 or redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
+local pttl = redis.call('pttl', KEYS[1])
+if pttl == -2 or redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
   redis.call('hincrby', KEYS[1], ARGV[2], 1)
   redis.call('pexpire', KEYS[1], ARGV[1])
   return nil
 end
-return redis.call('pttl', KEYS[1])
+return pttl
 ";
 // ANCHOR_END: acquire_script
 

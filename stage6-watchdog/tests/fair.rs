@@ -1,6 +1,6 @@
 //! The fair variant: waiters get the lock in the order they asked, the
 //! client that just released cannot barge back in, and a waiter killed in
-//! the queue holds it up for one waiter timeout at most.
+//! the queue, or frozen there, holds it up for one waiter timeout at most.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -134,18 +134,21 @@ async fn a_waiter_killed_in_the_queue_is_dropped_and_the_next_one_gets_the_lock(
     );
 }
 
+/// How many ms the lock key has left (`PTTL`).
+async fn pttl(node: &Node) -> i64 {
+    let mut conn = lockcore::connect(&node.url(), "inspector").await.unwrap();
+    redis::cmd("PTTL")
+        .arg("lock:stock")
+        .query_async(&mut conn)
+        .await
+        .unwrap()
+}
+
 #[tokio::test(flavor = "multi_thread")]
-async fn the_head_that_claims_a_handed_over_lock_gets_the_whole_lease() {
-    // A watchdog long enough that the hand-over's short lease (a waiter
-    // timeout, a sixth of it) and the whole lease cannot be mistaken.
-    let lease = Duration::from_secs(30);
+async fn a_head_named_in_time_takes_the_lock_on_the_message_and_its_watchdog_keeps_it() {
     let node = lock_node().await;
-    let connect = |name: &str| {
-        let setup = ClientSetup::new(vec![node.url()], name, LockConfig::with_ttl(lease));
-        async move { Arc::new(FairLock::connect(setup).await.unwrap()) }
-    };
-    let holder = connect("client-A").await;
-    let waiter = connect("client-B").await;
+    let holder = client(&node, "client-A").await;
+    let waiter = client(&node, "client-B").await;
     holder
         .try_lock(PATIENCE)
         .await
@@ -161,23 +164,111 @@ async fn the_head_that_claims_a_handed_over_lock_gets_the_whole_lease() {
         .await
         .unwrap()
         .expect("the lock was handed to client-B");
+    assert_eq!(
+        held.value,
+        waiter_owner(&node).await,
+        "client-B's owner field"
+    );
 
-    // The release left the lock a waiter timeout to live; client-B's claim
-    // must have given it the whole lease, or a head told "yours" late
-    // would hold a lock that is about to expire.
+    // The release gave client-B a waiter timeout (50 ms here). Three of
+    // them later the lock must still be client-B's: its watchdog renewed
+    // the hand-over's short lease to the whole one before it ran out.
+    let waiter_timeout = waiter.waiter_timeout();
+    tokio::time::sleep(waiter_timeout * 3).await;
+    assert_eq!(
+        waiter_owner(&node).await,
+        held.value,
+        "client-B lost the lock it was handed: nothing renewed the short lease"
+    );
+    let left = pttl(&node).await;
+    assert!(
+        left > i64::try_from(waiter_timeout.as_millis()).unwrap(),
+        "the lock has {left} ms left: no more than a hand-over's lease, so never renewed"
+    );
+    assert_eq!(
+        lockcore::DistributedLock::release(waiter.as_ref(), &held)
+            .await
+            .unwrap(),
+        Release::Deleted
+    );
+}
+
+/// The one owner field of the lock hash, or "" when nobody holds it.
+async fn waiter_owner(node: &Node) -> String {
     let mut conn = lockcore::connect(&node.url(), "inspector").await.unwrap();
-    let pttl: i64 = redis::cmd("PTTL")
+    let owners: Vec<String> = redis::cmd("HKEYS")
         .arg("lock:stock")
         .query_async(&mut conn)
         .await
         .unwrap();
-    let waiter_timeout = i64::try_from(waiter.waiter_timeout().as_millis()).unwrap();
+    owners.into_iter().next().unwrap_or_default()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_frozen_head_holds_the_line_up_for_a_waiter_timeout_and_is_not_let_in_when_it_thaws() {
+    // A watchdog long enough that a waiter timeout (a sixth, 1 s) and the
+    // whole lease (6 s) cannot be mistaken: client-C must get the lock in
+    // 4 s, three times the bound of a waiter timeout plus a third.
+    let lease = Duration::from_secs(6);
+    let node = lock_node().await;
+    let connect = |name: &str| {
+        let setup = ClientSetup::new(vec![node.url()], name, LockConfig::with_ttl(lease));
+        async move { Arc::new(FairLock::connect(setup).await.unwrap()) }
+    };
+    let holder = connect("client-A").await;
+    let frozen = connect("client-B").await;
+    let late = connect("client-C").await;
+    holder
+        .try_lock(PATIENCE)
+        .await
+        .unwrap()
+        .expect("a free lock");
+
+    // client-B asks, and once it is in line its waiting task is never run
+    // again until the test says so: to the server, a frozen waiter (its
+    // connections stay up; it sends nothing).
+    let mut frozen_wait = Box::pin(frozen.try_lock(PATIENCE * 3));
+    tokio::select! {
+        held = &mut frozen_wait => panic!("client-B got the lock while client-A held it: {held:?}"),
+        () = queue_reaches(&node, 1) => {}
+    }
+    let late_wait = {
+        let late = Arc::clone(&late);
+        tokio::spawn(async move { late.try_lock(lease * 2 / 3).await.unwrap() })
+    };
+    queue_reaches(&node, 2).await;
+    assert_eq!(holder.unlock().await.unwrap(), Release::Deleted);
+    let left = pttl(&node).await;
+    let waiter_timeout = i64::try_from(frozen.waiter_timeout().as_millis()).unwrap();
     assert!(
-        pttl > waiter_timeout,
-        "the claimed lock has {pttl} ms left, no more than the hand-over's {waiter_timeout} ms"
+        (1..=waiter_timeout).contains(&left),
+        "the lock handed to the frozen head has {left} ms, not a waiter timeout ({waiter_timeout} ms)"
     );
+
+    let held = late_wait.await.unwrap().expect(
+        "client-C waited longer than a waiter timeout and a third, three times over, behind a frozen head",
+    );
+    assert_eq!(waiter_owner(&node).await, held.value);
+
+    // client-B thaws: its message is old, so it asks, and is told the lock
+    // is client-C's. It waits in line instead of walking in beside client-C.
+    tokio::select! {
+        held = &mut frozen_wait => panic!("client-B was let in beside client-C on a stale message: {held:?}"),
+        () = tokio::time::sleep(frozen.waiter_timeout()) => {}
+    }
+    assert_eq!(waiter_owner(&node).await, held.value, "still client-C's");
     assert_eq!(
-        lockcore::DistributedLock::release(waiter.as_ref(), &held)
+        lockcore::DistributedLock::release(late.as_ref(), &held)
+            .await
+            .unwrap(),
+        Release::Deleted
+    );
+    let thawed = frozen_wait
+        .await
+        .unwrap()
+        .expect("client-B's turn came after client-C");
+    assert_eq!(
+        lockcore::DistributedLock::release(frozen.as_ref(), &thawed)
             .await
             .unwrap(),
         Release::Deleted

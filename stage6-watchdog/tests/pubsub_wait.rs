@@ -29,7 +29,7 @@ async fn a_waiter_wakes_on_the_unlock_message_without_polling() {
     println!("{}", outcome.timeline.render());
     assert_eq!(run.release, Release::Deleted);
     assert_eq!(outcome.verdict, Verdict::ok());
-    // Each run of the acquire script starts with EXISTS. client-B runs it
+    // Each run of the acquire script starts with PTTL. client-B runs it
     // once before subscribing, once right after (in case the release came in
     // between), and once when the message wakes it: three, never one per
     // retry interval.
@@ -37,7 +37,7 @@ async fn a_waiter_wakes_on_the_unlock_message_without_polling() {
         .timeline
         .events()
         .iter()
-        .filter(|e| e.actor == "client-B" && e.text.trim_start().starts_with("lua> exists"))
+        .filter(|e| e.actor == "client-B" && e.text.trim_start().starts_with("lua> pttl"))
         .count();
     assert!(
         (2..=3).contains(&attempts),

@@ -2,9 +2,12 @@
 //! hash, the queue and the deadlines always change together.
 //!
 //! `KEYS[1]` is always the lock hash, `KEYS[2]` the queue, `KEYS[3]` the
-//! waiters' deadlines. The hot path (a contended hand-over) is kept to the
-//! fewest commands: `INFO commandstats`, which the bench reads, counts
-//! every command a script runs, not just the `EVALSHA`.
+//! waiters' deadlines. The queue and the deadlines hold *requests*, an
+//! owner and the number of its request, `<client-uuid>:<task>#<n>`; the
+//! hash holds owners, as in stage 6 (the part before the `#`). The hot
+//! path (a contended hand-over) is kept to the fewest commands:
+//! `INFO commandstats`, which the bench reads, counts every command a
+//! script runs, not just the `EVALSHA`.
 
 use std::sync::LazyLock;
 
@@ -16,9 +19,9 @@ use redis::Script;
 /// named. Two commands when others are already waiting: the `EVALSHA` and
 /// the `RPUSH`.
 ///
-/// `ARGV[1]` the lease in ms, `ARGV[2]` the owner.
+/// `ARGV[1]` the lease in ms, `ARGV[2]` the owner, `ARGV[3]` the request.
 pub const ENQUEUE_SCRIPT: &str = r"
-if redis.call('rpush', KEYS[2], ARGV[2]) == 1 and redis.call('exists', KEYS[1]) == 0 then
+if redis.call('rpush', KEYS[2], ARGV[3]) == 1 and redis.call('exists', KEYS[1]) == 0 then
   redis.call('lpop', KEYS[2])
   redis.call('hset', KEYS[1], ARGV[2], 1)
   redis.call('pexpire', KEYS[1], ARGV[1])
@@ -30,10 +33,15 @@ return 1
 
 // ANCHOR: fair_release
 /// Gives back the last hold and hands the lock to the head of the queue:
-/// the head's field is written into the hash *by the release*, with the
-/// waiter timeout as its lease, and the head is told on its client's
-/// channel. The head runs nothing to take it. If the head is dead, nobody
-/// renews that short lease, and the lock expires one waiter timeout later.
+/// the head's owner is written into the hash *by the release*, and the
+/// head's request is named on its client's channel. A head that hears the
+/// message in time runs nothing to take it (`fair.rs` says when a message
+/// is in time).
+///
+/// The lock is handed over with a short lease, the waiter timeout, alive
+/// or dead, listening or not: the server cannot tell a frozen head from a
+/// slow one, and a head that does not renew within a waiter timeout must
+/// cost the queue no more. A live head's watchdog renews it in time.
 /// nil when the caller held nothing; 0 otherwise.
 ///
 /// `ARGV[1]` the owner, `ARGV[2]` the waiter timeout in ms, `ARGV[3]` the
@@ -44,7 +52,7 @@ if redis.call('hdel', KEYS[1], ARGV[1]) == 0 then
 end
 local head = redis.call('lpop', KEYS[2])
 if head then
-  redis.call('hset', KEYS[1], head, 1)
+  redis.call('hset', KEYS[1], string.match(head, '^(.*)#'), 1)
   redis.call('pexpire', KEYS[1], ARGV[2])
   redis.call('publish', ARGV[3] .. ':' .. string.match(head, '^([^:]+)'), head)
 else
@@ -56,16 +64,17 @@ return 0
 
 // ANCHOR: fair_refresh
 /// What a waiter runs when it has slept a third of the waiter timeout
-/// without being named (or has just subscribed). 0: the lock is ours (it
-/// was handed to us, or it was free and we were first). 1: still waiting,
-/// with our deadline renewed.
+/// without being named, when a message came too late to be trusted, or
+/// when it has just subscribed. 0: the lock is ours (it was handed to us,
+/// or it was free and we were first). 1: still waiting, with our deadline
+/// renewed.
 ///
-/// A lock handed to us lives only a waiter timeout, so that a dead head
-/// cannot hold the queue up for longer. Claiming it gives it the whole
-/// lease at once, as the plain acquire does: the claim is where the head
-/// shows it is alive, and its reply may reach it late (the explorer found
-/// a busy client told "yours" after the short hand-over lease had already
-/// run out and another client was in).
+/// A lock handed over lives only a waiter timeout, so that a dead or
+/// frozen head cannot hold the queue up for longer. Claiming it gives it the
+/// whole lease at once, as the plain acquire does: the claim is where the
+/// head shows it is alive, and its reply may reach it late (the explorer
+/// found a busy client told "yours" after the short hand-over lease had
+/// already run out and another client was in).
 ///
 /// A free lock with a queue means a hand-over went unanswered: its lease
 /// ran out. The script hands the lock on, dropping heads whose deadline
@@ -73,10 +82,11 @@ return 0
 /// and gets its turn.
 ///
 /// `ARGV[1]` the lease in ms, `ARGV[2]` the owner, `ARGV[3]` the waiter
-/// timeout in ms, `ARGV[4]` the lock's channel.
+/// timeout in ms, `ARGV[4]` the lock's channel, `ARGV[5]` the request.
 pub const REFRESH_SCRIPT: &str = r"
 if redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
   redis.call('pexpire', KEYS[1], ARGV[1])
+  redis.call('zrem', KEYS[3], ARGV[5])
   return 0
 end
 local time = redis.call('time')
@@ -89,27 +99,28 @@ if redis.call('exists', KEYS[1]) == 0 then
     end
     local deadline = tonumber(redis.call('zscore', KEYS[3], head))
     redis.call('zrem', KEYS[3], head)
-    if head == ARGV[2] then
+    if head == ARGV[5] then
       break
     end
     if not deadline or deadline > now then
-      redis.call('hset', KEYS[1], head, 1)
+      redis.call('hset', KEYS[1], string.match(head, '^(.*)#'), 1)
       redis.call('pexpire', KEYS[1], ARGV[3])
       redis.call('publish', ARGV[4] .. ':' .. string.match(head, '^([^:]+)'), head)
       break
     end
   end
   if redis.call('exists', KEYS[1]) == 0 then
-    redis.call('lrem', KEYS[2], 0, ARGV[2])
+    redis.call('lrem', KEYS[2], 0, ARGV[5])
+    redis.call('zrem', KEYS[3], ARGV[5])
     redis.call('hset', KEYS[1], ARGV[2], 1)
     redis.call('pexpire', KEYS[1], ARGV[1])
     return 0
   end
 end
-if not redis.call('lpos', KEYS[2], ARGV[2]) then
-  redis.call('rpush', KEYS[2], ARGV[2])
+if not redis.call('lpos', KEYS[2], ARGV[5]) then
+  redis.call('rpush', KEYS[2], ARGV[5])
 end
-redis.call('zadd', KEYS[3], now + tonumber(ARGV[3]), ARGV[2])
+redis.call('zadd', KEYS[3], now + tonumber(ARGV[3]), ARGV[5])
 return 1
 ";
 // ANCHOR_END: fair_refresh
@@ -118,10 +129,10 @@ return 1
 /// meanwhile (it then holds the lock, for a whole lease, as a claim in
 /// `REFRESH` gives it), 0 otherwise.
 ///
-/// `ARGV[1]` the owner, `ARGV[2]` the lease in ms.
+/// `ARGV[1]` the owner, `ARGV[2]` the lease in ms, `ARGV[3]` the request.
 pub const LEAVE_SCRIPT: &str = r"
-redis.call('lrem', KEYS[2], 0, ARGV[1])
-redis.call('zrem', KEYS[3], ARGV[1])
+redis.call('lrem', KEYS[2], 0, ARGV[3])
+redis.call('zrem', KEYS[3], ARGV[3])
 if redis.call('hexists', KEYS[1], ARGV[1]) == 1 then
   redis.call('pexpire', KEYS[1], ARGV[2])
   return 1

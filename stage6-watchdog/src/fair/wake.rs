@@ -1,6 +1,8 @@
 //! Waking one waiter by name. A client subscribes once, on its first wait,
-//! to its own channel; a release publishes the name of the owner whose turn
-//! it is, and only that owner's sleep ends.
+//! to its own channel; a release publishes the name of the request whose
+//! turn it is, and only that request's sleep ends. A request is named at
+//! most once per hand-over, and no name is used twice: a message naming a
+//! request that is over finds no bell, and wakes nobody.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -11,7 +13,7 @@ use tokio::sync::Notify;
 
 // ANCHOR: fair_wakes
 /// One client's ear: its channel, its subscriber connection, and a bell
-/// per waiting owner.
+/// per waiting request.
 pub(super) struct Wakes {
     channel: String,
     subscriber: tokio::sync::Mutex<Option<Connection>>,
@@ -20,8 +22,8 @@ pub(super) struct Wakes {
 
 #[derive(Default)]
 struct Bells {
-    /// The owners of this client now waiting, each with its own bell.
-    waiting: Mutex<HashMap<String, Arc<Notify>>>,
+    /// The requests of this client now waiting, each with its own bell.
+    waiting: Mutex<HashMap<String, Arc<Ring>>>,
     /// Whether the subscription is up; false until the first wait, and
     /// again after the connection was lost.
     listening: AtomicBool,
@@ -35,10 +37,11 @@ impl Bells {
                 channel: from,
                 payload,
             } if from == channel => {
-                // `notify_one` keeps a permit when the owner is between two
-                // tries: its next sleep ends at once.
-                if let Some(bell) = self.waiting().get(&payload) {
-                    bell.notify_one();
+                // `notify_one` keeps a permit when the request is between
+                // two looks: its next sleep ends at once.
+                if let Some(ring) = self.waiting().get(&payload) {
+                    ring.named.store(true, Ordering::SeqCst);
+                    ring.bell.notify_one();
                 }
             }
             Heard::Message { .. } => {}
@@ -46,14 +49,14 @@ impl Bells {
                 // A hand-over may have gone unheard: everyone tries again,
                 // and the next wait subscribes on a new connection.
                 self.listening.store(false, Ordering::SeqCst);
-                for bell in self.waiting().values() {
-                    bell.notify_one();
+                for ring in self.waiting().values() {
+                    ring.bell.notify_one();
                 }
             }
         }
     }
 
-    fn waiting(&self) -> MutexGuard<'_, HashMap<String, Arc<Notify>>> {
+    fn waiting(&self) -> MutexGuard<'_, HashMap<String, Arc<Ring>>> {
         self.waiting
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
@@ -69,16 +72,16 @@ impl Wakes {
         }
     }
 
-    /// Hangs a bell for `owner` until the returned guard is dropped.
-    pub(super) fn register(&self, owner: &str) -> Bell<'_> {
-        let bell = Arc::new(Notify::new());
+    /// Hangs a bell for `request` until the returned guard is dropped.
+    pub(super) fn register(&self, request: &str) -> Bell<'_> {
+        let ring = Arc::new(Ring::default());
         self.bells
             .waiting()
-            .insert(owner.to_owned(), Arc::clone(&bell));
+            .insert(request.to_owned(), Arc::clone(&ring));
         Bell {
             bells: &self.bells,
-            owner: owner.to_owned(),
-            bell,
+            request: request.to_owned(),
+            ring,
         }
     }
 
@@ -106,17 +109,31 @@ impl Wakes {
 }
 // ANCHOR_END: fair_wakes
 
-/// A waiting owner's bell; taken down when the wait ends.
+/// What a release's message does to one waiting request.
+#[derive(Default)]
+struct Ring {
+    bell: Notify,
+    /// Set once a message has named the request (a lost connection rings
+    /// the bell without naming anyone).
+    named: AtomicBool,
+}
+
+/// A waiting request's bell; taken down when the wait ends.
 pub(super) struct Bell<'a> {
     bells: &'a Bells,
-    owner: String,
-    bell: Arc<Notify>,
+    request: String,
+    ring: Arc<Ring>,
 }
 
 impl Bell<'_> {
-    /// Rings when this owner is named (or the subscription was lost).
+    /// Rings when this request is named (or the subscription was lost).
     pub(super) async fn rung(&self) {
-        self.bell.notified().await;
+        self.ring.bell.notified().await;
+    }
+
+    /// Whether a release's message has named this request.
+    pub(super) fn named(&self) -> bool {
+        self.ring.named.load(Ordering::SeqCst)
     }
 }
 
@@ -124,10 +141,10 @@ impl Drop for Bell<'_> {
     fn drop(&mut self) {
         let mut waiting = self.bells.waiting();
         if waiting
-            .get(&self.owner)
-            .is_some_and(|bell| Arc::ptr_eq(bell, &self.bell))
+            .get(&self.request)
+            .is_some_and(|ring| Arc::ptr_eq(ring, &self.ring))
         {
-            waiting.remove(&self.owner);
+            waiting.remove(&self.request);
         }
     }
 }
