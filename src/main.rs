@@ -60,6 +60,28 @@ where
     }
 }
 
+/// Waits for Ctrl-C, SIGTERM (`kill`, a CI runner's timeout) or SIGHUP (the
+/// terminal closed): the signal's name and the exit status a shell gives a
+/// process it killed (128 + the signal's number). Without this, SIGTERM and
+/// SIGHUP would end the process at once and leave the run's data folders
+/// and containers behind.
+async fn interrupted() -> (&'static str, u8) {
+    use tokio::signal::unix::{SignalKind, signal};
+    let (Ok(mut term), Ok(mut hangup)) = (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::hangup()),
+    ) else {
+        // No handler could be set: only Ctrl-C is caught.
+        let _ = tokio::signal::ctrl_c().await;
+        return ("interrupted", 130);
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => ("interrupted", 130),
+        _ = term.recv() => ("terminated (SIGTERM)", 143),
+        _ = hangup.recv() => ("hung up (SIGHUP)", 129),
+    }
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     if let Command::Holder { stage } = &cli.command {
@@ -78,11 +100,16 @@ fn main() -> ExitCode {
     let result = runtime.block_on(async {
         tokio::select! {
             result = commands::dispatch(cli.command) => result,
-            _ = tokio::signal::ctrl_c() => {
-                // Every redis-server and holder was started with
-                // PR_SET_PDEATHSIG, so they die with this process.
-                eprintln!("\ninterrupted: stopping every server and holder this run started");
-                Err(Failure { code: 130, message: String::new() })
+            (signal, code) = interrupted() => {
+                // Every redis-server, ensemble member and holder was
+                // started with PR_SET_PDEATHSIG, so none outlives this
+                // process; Docker's containers go with the reaper.
+                eprintln!("\n{signal}: stopping every server and holder this run started");
+                // Cells run on tasks of their own, which the exit below
+                // ends without their destructors: their data folders are
+                // removed here instead.
+                harness::server::ensemble::remove_data_folders_of_this_process();
+                Err(Failure { code, message: String::new() })
             }
         }
     });
