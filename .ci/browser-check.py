@@ -29,8 +29,10 @@ import argparse
 import base64
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -159,8 +161,12 @@ class Browser:
                                          capture_output=True).returncode == 0), None)
         if binary is None:
             sys.exit('no chromium on PATH (Debian: apt-get install chromium)')
+        # A profile of its own, so that several checks can run at once
+        # (two Chromiums on one profile hand their pages to one another).
+        self.profile = tempfile.mkdtemp(prefix='browser-check-')
         self.process = subprocess.Popen(
             [binary, '--headless', '--no-sandbox', '--disable-gpu',
+             f'--user-data-dir={self.profile}',
              '--remote-debugging-pipe', '--allow-file-access-from-files',
              f'--window-size={WIDTH},900', 'about:blank'],
             pass_fds=(3, 4, to_browser_r, from_browser_w), preexec_fn=fds,
@@ -215,6 +221,7 @@ class Browser:
         except subprocess.TimeoutExpired:
             self.process.kill()
             self.process.wait()
+        shutil.rmtree(self.profile, ignore_errors=True)
 
 
 def search(browser, path, terms):
