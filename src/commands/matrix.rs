@@ -82,23 +82,33 @@ pub async fn run(
     ] {
         write_file(&out.join(name), &text)?;
     }
-    // A failed cell's timeline up to its error, beside the results (and
-    // none from an earlier run).
+    // The timeline of every cell that is not what the expected matrix says,
+    // beside the results (and none from an earlier run): a failed cell's up
+    // to its error, a differing verdict's whole, so a cell that flips once
+    // in ten runs can be read afterwards instead of run again until it does.
     let _ = std::fs::remove_dir_all(out.join("errors"));
     let mut failed_timelines = Vec::new();
-    for cell in &cells {
-        if let (matrix::CellResult::Failed(error), Some(timeline)) = (&cell.result, &cell.timeline)
-        {
-            let path = out.join("errors").join(format!(
-                "{}-{}.txt",
-                cell.stage.description.name, cell.scenario.name
-            ));
-            write_file(
-                &path,
-                &format!("{}\nerror: {error}\n", timeline.render_every_line()),
-            )?;
-            failed_timelines.push(path);
-        }
+    for cell in cells.iter().filter(|cell| !cell.matches()) {
+        let Some(timeline) = &cell.timeline else {
+            continue;
+        };
+        let ending = match (&cell.result, &cell.expected) {
+            (matrix::CellResult::Failed(error), _) => format!("error: {error}"),
+            (matrix::CellResult::Ran(verdict), Some(expected)) => format!(
+                "verdict: {verdict}; expected: {}",
+                matrix::expected_label(expected)
+            ),
+            _ => continue,
+        };
+        let path = out.join("errors").join(format!(
+            "{}-{}.txt",
+            cell.stage.description.name, cell.scenario.name
+        ));
+        write_file(
+            &path,
+            &format!("{}\n{ending}\n", timeline.render_every_line()),
+        )?;
+        failed_timelines.push(path);
     }
     if let Some(dir) = html {
         write_file(&dir.join(MERMAID_FILE), MERMAID_JS)?;
@@ -127,7 +137,7 @@ pub async fn run(
         }
     }
     for path in &failed_timelines {
-        eprintln!("a cell's timeline up to its error: {}", path.display());
+        eprintln!("the timeline of a cell not as expected: {}", path.display());
     }
     if report.mismatches().is_empty() {
         Ok(())
