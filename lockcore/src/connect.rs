@@ -168,9 +168,16 @@ pub fn cluster_nodes(url: &str) -> Option<Vec<String>> {
 }
 
 /// How long a client waits for one reply that the server does not hold on
-/// purpose: redis-rs's default for its single connections, and ours for
-/// cluster connections.
+/// purpose: redis-rs's default for its single connections.
 const RESPONSE_TIMEOUT: Duration = Duration::from_millis(500);
+
+/// The same for a cluster connection, whose one command may first have to
+/// find the slot's new master: notice the old one gone, ask the others for
+/// the slots, and send again. On a loaded two-core machine (load average
+/// 11, a matrix running) that took over 500 ms in three cells of six whole
+/// matrices ("redis: timed out" on a release after a failover); three
+/// times that is the margin.
+const CLUSTER_RESPONSE_TIMEOUT: Duration = Duration::from_millis(1500);
 
 /// How often a cluster client sends a command again after an error that a
 /// new look at the cluster may cure (a node gone, `CLUSTERDOWN`,
@@ -244,6 +251,7 @@ async fn open(
 ) -> Result<Connection, LockError> {
     let response_timeout = RESPONSE_TIMEOUT + longest_block;
     if let Some(nodes) = cluster_nodes(url) {
+        let response_timeout = CLUSTER_RESPONSE_TIMEOUT + longest_block;
         let (min_wait, max_wait) = CLUSTER_RETRY_WAIT_MS;
         let client = redis::cluster::ClusterClient::builder(nodes)
             // Not a user: the name each node connection gives itself (see
