@@ -10,6 +10,8 @@
 //!    lock that expires under its living holder lets B in; one that does
 //!    not, or that a watchdog renews, keeps B out, and A finishes in peace.
 //! 3. If B got in, B reads the stock (still 1) and stops before its write.
+//!    B's lock has ten TTLs to live, so that it is still there when A
+//!    releases, however slow the machine.
 //! 4. A wakes up and writes first, from the stock it read long ago, then
 //!    releases.
 //! 5. B writes, from the stock it read before A's write, and releases.
@@ -24,6 +26,8 @@
 //! Facts, each 1 or 0: `b_acquired` (the lock expired under A), and when
 //! B got in, `a_write_rejected` and `b_write_rejected`.
 
+use std::time::Duration;
+
 use lockcore::{Point, StageEntry};
 
 use super::slow_business::slow_inside;
@@ -35,15 +39,29 @@ use crate::workload::Sale;
 /// Items for sale: one, so any second order is an oversell.
 const STOCK: i64 = 1;
 
+/// The TTL of client-B's lock: ten times the usual 300 ms.
+const B_TTL: Duration = Duration::from_secs(3);
+
 pub(super) async fn run(stage: StageEntry, env: ScenarioEnv) -> Result<Recorded> {
     let mut run = Run::start(stage, env, STOCK).await?;
     let timing = run.env.timing;
     let a = run.client("client-A").await?;
-    let b = run.client("client-B").await?;
 
     // 1. A takes the lock, reads the stock, and stops inside.
     let held_a = a.acquire_free(timing.patience()).await?;
     let a_slow = slow_inside(&run, &a, &held_a).await?;
+
+    // client-B's lock, if B gets in, must outlive what follows up to A's
+    // release (A's write, two gates, two narrations): a lock of the usual
+    // TTL expired first once, on a loaded machine (883 ms from B's grant to
+    // A's release against 300 ms), and A's release then found nothing to
+    // delete. A's own lock, whose expiry the story is about, keeps the
+    // usual TTL.
+    let ttl = run.factory.config.ttl;
+    run.factory.config.ttl = ttl.max(B_TTL);
+    let b = run.client("client-B").await;
+    run.factory.config.ttl = ttl;
+    let b = b?;
 
     // 2. B waits for the lock as long as the run's patience.
     let Some(held_b) = b.acquire(timing.patience()).await? else {
