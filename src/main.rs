@@ -106,9 +106,8 @@ fn main() -> ExitCode {
                 // process; Docker's containers go with the reaper.
                 eprintln!("\n{signal}: stopping every server and holder this run started");
                 // Cells run on tasks of their own, which the exit below
-                // ends without their destructors: their data folders are
-                // removed here instead.
-                harness::server::ensemble::remove_data_folders_of_this_process();
+                // ends without their destructors: their servers' data
+                // folders are removed at exit (`harness::server::data_folders`).
                 Err(Failure { code, message: String::new() })
             }
         }

@@ -384,46 +384,12 @@ pub(crate) fn cluster_dir(var: &str, prefer_tmpfs: bool, name: &str, attempt: us
             std::env::temp_dir()
         }
     });
+    super::data_folders::remove_at_exit();
     base.join(format!(
         "lockstages-{name}-{}-{attempt}-{}",
         std::process::id(),
         uuid::Uuid::new_v4().simple()
     ))
-}
-
-/// Removes the data folders this process made (its redis-servers', its
-/// ensembles' members'), wherever they went: for a run cut short by a
-/// signal, whose servers' own destructors will not run. Returns how many
-/// were removed. Only folders named with this process's id are touched.
-pub fn remove_data_folders_of_this_process() -> usize {
-    let pid = std::process::id().to_string();
-    let mut bases = vec![std::env::temp_dir(), PathBuf::from("/dev/shm")];
-    for var in [super::zookeeper::DATA_DIR_VAR, super::etcd::DATA_DIR_VAR] {
-        if let Ok(base) = std::env::var(var) {
-            bases.push(PathBuf::from(base));
-        }
-    }
-    bases.sort();
-    bases.dedup();
-    let mut removed = 0;
-    for base in bases {
-        let Ok(entries) = std::fs::read_dir(&base) else {
-            continue;
-        };
-        for entry in entries.flatten() {
-            let name = entry.file_name();
-            let name = name.to_string_lossy();
-            // `lockstages-<pid>-<port>-<uuid>` (a redis-server) or
-            // `lockstages-<store>-<pid>-<attempt>-<uuid>` (a cluster).
-            let parts: Vec<&str> = name.split('-').collect();
-            let ours = parts.first() == Some(&"lockstages")
-                && (parts.get(1) == Some(&pid.as_str()) || parts.get(2) == Some(&pid.as_str()));
-            if ours && std::fs::remove_dir_all(entry.path()).is_ok() {
-                removed += 1;
-            }
-        }
-    }
-    removed
 }
 
 fn tempfile_allowed(dir: &Path) -> bool {

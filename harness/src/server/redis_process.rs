@@ -74,6 +74,7 @@ impl RedisProcess {
         extra_args: &[&str],
         cluster: bool,
     ) -> Result<Self> {
+        super::data_folders::remove_at_exit();
         for _ in 0..PORT_ATTEMPTS {
             let port = free_port()?;
             let cluster_port = if cluster { Some(free_port()?) } else { None };
