@@ -63,8 +63,8 @@ where
 /// Waits for Ctrl-C, SIGTERM (`kill`, a CI runner's timeout) or SIGHUP (the
 /// terminal closed): the signal's name and the exit status a shell gives a
 /// process it killed (128 + the signal's number). Without this, SIGTERM and
-/// SIGHUP would end the process at once and leave the run's data folders
-/// and containers behind.
+/// SIGHUP would end the process at once, before the exit that removes the
+/// run's data folders.
 async fn interrupted() -> (&'static str, u8) {
     use tokio::signal::unix::{SignalKind, signal};
     let (Ok(mut term), Ok(mut hangup)) = (
@@ -107,7 +107,7 @@ fn main() -> ExitCode {
                 eprintln!("\n{signal}: stopping every server and holder this run started");
                 // Cells run on tasks of their own, which the exit below
                 // ends without their destructors: their servers' data
-                // folders are removed at exit (`harness::server::data_folders`).
+                // folders are removed at exit (the harness registers that).
                 Err(Failure { code, message: String::new() })
             }
         }

@@ -9,7 +9,7 @@ use harness::check::Verdict;
 use harness::scenario::run_in_test;
 use harness::server::{Backend, Node};
 use lockcore::{ClientSetup, LockConfig, Release};
-use stage6::fair::{FairLock, queue_name};
+use stage6::fair::{FairLock, queue_name, timeout_name};
 
 const WATCHDOG: Duration = Duration::from_millis(300);
 /// How long a test waits for something the server must show.
@@ -94,13 +94,11 @@ async fn waiters_get_the_lock_in_the_order_they_queued_and_the_releaser_cannot_b
     assert_eq!(first.unlock().await.unwrap(), Release::Deleted);
     // The release itself gave the lock to the head of the line: the hash
     // names client-B's owner before client-B has sent anything.
-    let mut conn = lockcore::connect(&node.url(), "inspector").await.unwrap();
-    let owners: Vec<String> = redis::cmd("HKEYS")
-        .arg("lock:stock")
-        .query_async(&mut conn)
-        .await
-        .unwrap();
-    assert_eq!(owners, line[..1], "handed to the head of the queue");
+    assert_eq!(
+        owners(&node).await,
+        line[..1],
+        "handed to the head of the queue"
+    );
     assert!(
         first.try_lock(Duration::ZERO).await.unwrap().is_none(),
         "the client that just released must queue behind the others"
@@ -134,6 +132,29 @@ async fn a_waiter_killed_in_the_queue_is_dropped_and_the_next_one_gets_the_lock(
     );
 }
 
+/// Waits until `len` waiters have written their deadline (each has looked
+/// at the lock once, after subscribing).
+async fn deadlines_reach(node: &Node, len: usize) {
+    let mut conn = lockcore::connect(&node.url(), "inspector").await.unwrap();
+    let deadlines = timeout_name("lock:stock");
+    let until = tokio::time::Instant::now() + PATIENCE;
+    loop {
+        let written: usize = redis::cmd("ZCARD")
+            .arg(&deadlines)
+            .query_async(&mut conn)
+            .await
+            .unwrap();
+        if written >= len {
+            return;
+        }
+        assert!(
+            tokio::time::Instant::now() < until,
+            "{written} waiter(s) wrote a deadline, not {len}"
+        );
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+}
+
 /// How many ms the lock key has left (`PTTL`).
 async fn pttl(node: &Node) -> i64 {
     let mut conn = lockcore::connect(&node.url(), "inspector").await.unwrap();
@@ -165,8 +186,8 @@ async fn a_head_named_in_time_takes_the_lock_on_the_message_and_its_watchdog_kee
         .unwrap()
         .expect("the lock was handed to client-B");
     assert_eq!(
-        held.value,
-        waiter_owner(&node).await,
+        owners(&node).await,
+        std::slice::from_ref(&held.value),
         "client-B's owner field"
     );
 
@@ -176,8 +197,8 @@ async fn a_head_named_in_time_takes_the_lock_on_the_message_and_its_watchdog_kee
     let waiter_timeout = waiter.waiter_timeout();
     tokio::time::sleep(waiter_timeout * 3).await;
     assert_eq!(
-        waiter_owner(&node).await,
-        held.value,
+        owners(&node).await,
+        std::slice::from_ref(&held.value),
         "client-B lost the lock it was handed: nothing renewed the short lease"
     );
     let left = pttl(&node).await;
@@ -193,15 +214,14 @@ async fn a_head_named_in_time_takes_the_lock_on_the_message_and_its_watchdog_kee
     );
 }
 
-/// The one owner field of the lock hash, or "" when nobody holds it.
-async fn waiter_owner(node: &Node) -> String {
+/// The owner fields of the lock hash: one while someone holds it.
+async fn owners(node: &Node) -> Vec<String> {
     let mut conn = lockcore::connect(&node.url(), "inspector").await.unwrap();
-    let owners: Vec<String> = redis::cmd("HKEYS")
+    redis::cmd("HKEYS")
         .arg("lock:stock")
         .query_async(&mut conn)
         .await
-        .unwrap();
-    owners.into_iter().next().unwrap_or_default()
+        .unwrap()
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -224,13 +244,16 @@ async fn a_frozen_head_holds_the_line_up_for_a_waiter_timeout_and_is_not_let_in_
         .unwrap()
         .expect("a free lock");
 
-    // client-B asks, and once it is in line its waiting task is never run
-    // again until the test says so: to the server, a frozen waiter (its
-    // connections stay up; it sends nothing).
+    // client-B asks, and once it sleeps in line its waiting task is never
+    // run again until the test says so: to the server, a frozen waiter (its
+    // connections stay up; it sends nothing). It sleeps once its first look
+    // has written its deadline: that look's reply is then on its way, and
+    // is read at the thaw, not lost to the reply timeout (freezing the task
+    // between a request and its reply once turned the thaw into an error).
     let mut frozen_wait = Box::pin(frozen.try_lock(PATIENCE * 3));
     tokio::select! {
         held = &mut frozen_wait => panic!("client-B got the lock while client-A held it: {held:?}"),
-        () = queue_reaches(&node, 1) => {}
+        () = deadlines_reach(&node, 1) => {}
     }
     let late_wait = {
         let late = Arc::clone(&late);
@@ -248,7 +271,7 @@ async fn a_frozen_head_holds_the_line_up_for_a_waiter_timeout_and_is_not_let_in_
     let held = late_wait.await.unwrap().expect(
         "client-C waited longer than a waiter timeout and a third, three times over, behind a frozen head",
     );
-    assert_eq!(waiter_owner(&node).await, held.value);
+    assert_eq!(owners(&node).await, std::slice::from_ref(&held.value));
 
     // client-B thaws: its message is old, so it asks, and is told the lock
     // is client-C's. It waits in line instead of walking in beside client-C.
@@ -256,7 +279,11 @@ async fn a_frozen_head_holds_the_line_up_for_a_waiter_timeout_and_is_not_let_in_
         held = &mut frozen_wait => panic!("client-B was let in beside client-C on a stale message: {held:?}"),
         () = tokio::time::sleep(frozen.waiter_timeout()) => {}
     }
-    assert_eq!(waiter_owner(&node).await, held.value, "still client-C's");
+    assert_eq!(
+        owners(&node).await,
+        std::slice::from_ref(&held.value),
+        "still client-C's"
+    );
     assert_eq!(
         lockcore::DistributedLock::release(late.as_ref(), &held)
             .await

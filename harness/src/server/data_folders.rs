@@ -1,6 +1,6 @@
-//! The data folders of this process's servers (`lockstages-<pid>-…` for
-//! a redis-server, `lockstages-<store>-<pid>-…` for an ensemble's member),
-//! removed however the process ends normally.
+//! The data folders of this process's servers (a redis-server's, an
+//! ensemble member's), named here and removed however the process ends
+//! normally.
 //!
 //! Each server removes its own folder when it is dropped. Some are never
 //! dropped: a cell's task ended by `std::process::exit` after Ctrl-C or
@@ -10,14 +10,26 @@
 
 #![allow(unsafe_code)]
 
-use std::path::PathBuf;
+use std::fmt::Display;
+use std::path::{Path, PathBuf};
 use std::sync::Once;
 
-/// Removes the data folders this process made (its redis-servers', its
-/// ensembles' members'), wherever they went: for a run cut short by a
-/// signal, whose servers' own destructors will not run. Returns how many
-/// were removed. Only folders named with this process's id are touched.
-pub fn remove_data_folders_of_this_process() -> usize {
+/// A fresh folder under `base` for one server of this process, named
+/// `lockstages-<kind>-<pid>-<tag>-<uuid>` (the tag tells servers of one
+/// kind apart: a port, an attempt), and left to be removed at exit if its
+/// server does not remove it first.
+pub(crate) fn new_folder(base: &Path, kind: &str, tag: impl Display) -> PathBuf {
+    remove_at_exit();
+    base.join(format!(
+        "lockstages-{kind}-{}-{tag}-{}",
+        std::process::id(),
+        uuid::Uuid::new_v4().simple()
+    ))
+}
+
+/// Removes what is left of the folders [`new_folder`] named for this
+/// process, wherever they went.
+fn remove_folders_of_this_process() {
     let pid = std::process::id().to_string();
     let mut bases = vec![std::env::temp_dir(), PathBuf::from("/dev/shm")];
     for var in [super::zookeeper::DATA_DIR_VAR, super::etcd::DATA_DIR_VAR] {
@@ -27,33 +39,27 @@ pub fn remove_data_folders_of_this_process() -> usize {
     }
     bases.sort();
     bases.dedup();
-    let mut removed = 0;
     for base in bases {
         let Ok(entries) = std::fs::read_dir(&base) else {
             continue;
         };
         for entry in entries.flatten() {
             let name = entry.file_name();
-            let name = name.to_string_lossy();
-            // `lockstages-<pid>-<port>-<uuid>` (a redis-server) or
-            // `lockstages-<store>-<pid>-<attempt>-<uuid>` (a cluster).
-            let parts: Vec<&str> = name.split('-').collect();
-            let ours = parts.first() == Some(&"lockstages")
-                && (parts.get(1) == Some(&pid.as_str()) || parts.get(2) == Some(&pid.as_str()));
-            if ours && std::fs::remove_dir_all(entry.path()).is_ok() {
-                removed += 1;
+            let mut parts = name.to_str().unwrap_or_default().split('-');
+            let ours = parts.next() == Some("lockstages") && parts.nth(1) == Some(pid.as_str());
+            if ours {
+                let _ = std::fs::remove_dir_all(entry.path());
             }
         }
     }
-    removed
 }
 
-/// Registers, once per process, the removal of its data folders at exit.
-pub(crate) fn remove_at_exit() {
+/// Registers, once per process, the removal of its folders at exit.
+fn remove_at_exit() {
     static REGISTERED: Once = Once::new();
     REGISTERED.call_once(|| {
         extern "C" fn at_exit() {
-            remove_data_folders_of_this_process();
+            remove_folders_of_this_process();
         }
         // SAFETY: `at_exit` is a plain function that takes and returns
         // nothing and does not unwind (it only reads directories and removes

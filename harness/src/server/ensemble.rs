@@ -171,7 +171,8 @@ impl Members {
                 // The members' own words: their data folder goes with
                 // the run.
                 return Err(HarnessError::ServerStart(format!(
-                    "no {} member leads after {within:?} (members said {roles:?});                      the end of each member's log:\n{}",
+                    "no {} member leads after {within:?} (members said {roles:?}); \
+                     the end of each member's log:\n{}",
                     self.store,
                     self.log_tails(8)
                 )));
@@ -384,12 +385,7 @@ pub(crate) fn cluster_dir(var: &str, prefer_tmpfs: bool, name: &str, attempt: us
             std::env::temp_dir()
         }
     });
-    super::data_folders::remove_at_exit();
-    base.join(format!(
-        "lockstages-{name}-{}-{attempt}-{}",
-        std::process::id(),
-        uuid::Uuid::new_v4().simple()
-    ))
+    super::data_folders::new_folder(&base, name, attempt)
 }
 
 fn tempfile_allowed(dir: &Path) -> bool {

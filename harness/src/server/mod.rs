@@ -7,7 +7,7 @@
 //! real: signals to processes, or the engine's kill, pause and network
 //! disconnect.
 
-pub mod data_folders;
+mod data_folders;
 pub mod docker;
 pub mod ensemble;
 pub mod etcd;

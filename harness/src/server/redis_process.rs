@@ -74,7 +74,6 @@ impl RedisProcess {
         extra_args: &[&str],
         cluster: bool,
     ) -> Result<Self> {
-        super::data_folders::remove_at_exit();
         for _ in 0..PORT_ATTEMPTS {
             let port = free_port()?;
             let cluster_port = if cluster { Some(free_port()?) } else { None };
@@ -85,11 +84,7 @@ impl RedisProcess {
                 // that had this port before may still be removing its folder
                 // (see `Drop`), and a cluster node whose `nodes.conf` is
                 // deleted under it exits at its next configuration change.
-                dir: std::env::temp_dir().join(format!(
-                    "lockstages-{}-{port}-{}",
-                    std::process::id(),
-                    uuid::Uuid::new_v4().simple()
-                )),
+                dir: super::data_folders::new_folder(&std::env::temp_dir(), "redis", port),
                 config: config.clone(),
                 cluster_port,
                 extra_args: extra_args.iter().map(|s| (*s).to_owned()).collect(),
