@@ -6,7 +6,8 @@
 //! dropped: a cell's task ended by `std::process::exit` after Ctrl-C or
 //! SIGTERM, a server a test binary holds until it exits. So the first
 //! folder made registers an `atexit` handler that removes what is left of
-//! this process's folders; `kill -9` alone leaves them.
+//! this process's folders. `kill -9` alone leaves them, until the next
+//! process that makes a folder sweeps the folders of processes that are gone.
 
 #![allow(unsafe_code)]
 
@@ -31,6 +32,21 @@ pub(crate) fn new_folder(base: &Path, kind: &str, tag: impl Display) -> PathBuf 
 /// process, wherever they went.
 fn remove_folders_of_this_process() {
     let pid = std::process::id().to_string();
+    remove_folders_where(|owner| owner == pid);
+}
+
+/// Removes the folders of processes that are gone: a process ended by
+/// `kill -9` (a test that kills a `lockstages` run, say) runs no exit
+/// handler, so the next process to make a folder sweeps for it.
+fn remove_folders_of_ended_processes() {
+    remove_folders_where(|owner| {
+        owner.parse::<u32>().is_ok() && !Path::new("/proc").join(owner).exists()
+    });
+}
+
+/// Removes every `lockstages-<kind>-<pid>-…` folder whose pid `owned`
+/// accepts, in each place a server's folder may be.
+fn remove_folders_where(owned: impl Fn(&str) -> bool) {
     let mut bases = vec![std::env::temp_dir(), PathBuf::from("/dev/shm")];
     for var in [super::zookeeper::DATA_DIR_VAR, super::etcd::DATA_DIR_VAR] {
         if let Ok(base) = std::env::var(var) {
@@ -46,7 +62,7 @@ fn remove_folders_of_this_process() {
         for entry in entries.flatten() {
             let name = entry.file_name();
             let mut parts = name.to_str().unwrap_or_default().split('-');
-            let ours = parts.next() == Some("lockstages") && parts.nth(1) == Some(pid.as_str());
+            let ours = parts.next() == Some("lockstages") && parts.nth(1).is_some_and(&owned);
             if ours {
                 let _ = std::fs::remove_dir_all(entry.path());
             }
@@ -54,10 +70,12 @@ fn remove_folders_of_this_process() {
     }
 }
 
-/// Registers, once per process, the removal of its folders at exit.
+/// Registers, once per process, the removal of its folders at exit (and
+/// sweeps the folders that ended processes left).
 fn remove_at_exit() {
     static REGISTERED: Once = Once::new();
     REGISTERED.call_once(|| {
+        remove_folders_of_ended_processes();
         extern "C" fn at_exit() {
             remove_folders_of_this_process();
         }

@@ -13,9 +13,13 @@
 use std::collections::HashMap;
 use std::net::Ipv4Addr;
 use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Duration;
 
 use testcontainers::bollard::Docker;
-use testcontainers::bollard::models::{Ipam, IpamConfig, NetworkCreateRequest};
+use testcontainers::bollard::errors::Error as BollardError;
+use testcontainers::bollard::models::{
+    Ipam, IpamConfig, NetworkCreateRequest, NetworkDisconnectRequest,
+};
 use tokio::sync::OnceCell;
 
 use super::{OWNER_LABEL, blocking, owner};
@@ -77,11 +81,57 @@ impl Drop for RunNetwork {
             // Best effort: the reaper removes it at the latest when this
             // process ends.
             let _ = blocking(move |docker| async move {
-                docker
-                    .remove_network(&made.name)
+                remove(&docker, &made.name)
                     .await
                     .map_err(|e| HarnessError::Docker(e.to_string()))
             });
+        }
+    }
+}
+
+/// Pauses between tries at removing a network the engine still sees in use.
+const REMOVAL_PAUSES_MS: [u64; 4] = [50, 200, 800, 2_000];
+
+/// Removes a network, even one the engine says has "active endpoints".
+///
+/// A container's removal can return before the engine has let go of its
+/// endpoint, and now and then (about one whole Docker matrix in three on
+/// this machine) the engine keeps such an endpoint for good, with no
+/// container behind it. Both are answered the same way: every endpoint
+/// the network still lists is disconnected by force, by the container's
+/// name (the only handle a stale endpoint still answers to) and by its id,
+/// and the removal is tried again after a pause. A network already gone
+/// counts as removed.
+pub(super) async fn remove(docker: &Docker, name: &str) -> std::result::Result<(), BollardError> {
+    let mut pauses = REMOVAL_PAUSES_MS.iter();
+    loop {
+        let error = match docker.remove_network(name).await {
+            Ok(()) => return Ok(()),
+            Err(BollardError::DockerResponseServerError {
+                status_code: 404, ..
+            }) => return Ok(()),
+            Err(e) => e,
+        };
+        let Some(pause) = pauses.next() else {
+            return Err(error);
+        };
+        disconnect_everything(docker, name).await;
+        tokio::time::sleep(Duration::from_millis(*pause)).await;
+    }
+}
+
+/// Forces every endpoint the engine lists on `network` off it.
+async fn disconnect_everything(docker: &Docker, network: &str) {
+    let Ok(inspected) = docker.inspect_network(network, None).await else {
+        return;
+    };
+    for (id, endpoint) in inspected.containers.unwrap_or_default() {
+        for container in endpoint.name.into_iter().chain([id]) {
+            let request = NetworkDisconnectRequest {
+                container,
+                force: Some(true),
+            };
+            let _ = docker.disconnect_network(network, request).await;
         }
     }
 }

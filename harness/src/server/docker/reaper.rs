@@ -102,6 +102,6 @@ pub async fn remove_owned_by(parent: &str) {
         .await
         .unwrap_or_default();
     for name in networks.into_iter().filter_map(|n| n.name) {
-        let _ = docker.remove_network(&name).await;
+        let _ = super::network::remove(&docker, &name).await;
     }
 }
