@@ -62,9 +62,10 @@ pub enum Command {
         out: std::path::PathBuf,
         /// How many cells run at once (and besides, as many consensus-store
         /// cells, and a third more Sentinel cells and a third more Redis
-        /// Cluster cells: they mostly wait).
-        #[arg(long, default_value_t = crate::matrix::DEFAULT_JOBS)]
-        jobs: usize,
+        /// Cluster cells: they mostly wait). Default: 3 on processes, 2 on
+        /// Docker.
+        #[arg(long)]
+        jobs: Option<usize>,
         /// Also write the matrix as pages into this folder: index.html and
         /// one page per cell with its diagram and timeline.
         #[arg(long, value_name = "DIR")]

@@ -21,14 +21,15 @@ pub async fn run(
     scenario_filter: &[String],
     json: bool,
     out: &Path,
-    jobs: usize,
+    jobs: Option<usize>,
     html: Option<&Path>,
 ) -> Result<(), Failure> {
-    if jobs == 0 {
+    if jobs == Some(0) {
         return Err(Failure::bad_input(format!(
             "--jobs 0 would run no cell; give how many cells run at once, 1 or more \
-             (the default is {})",
-            matrix::DEFAULT_JOBS
+             (the default is {} on processes, {} on Docker)",
+            matrix::DEFAULT_JOBS,
+            matrix::DEFAULT_DOCKER_JOBS
         )));
     }
     let stages: Vec<StageEntry> = if stage_filter.is_empty() {
@@ -55,6 +56,11 @@ pub async fn run(
     // Fail early, with the installation hint, when no Redis can be had.
     let backend = harness::server::Backend::from_env()?;
     let on_processes = matches!(backend, harness::server::Backend::Process);
+    let jobs = jobs.unwrap_or(if on_processes {
+        matrix::DEFAULT_JOBS
+    } else {
+        matrix::DEFAULT_DOCKER_JOBS
+    });
     // On Docker, a cell's plain servers that its story left alone are
     // wiped and used again by later cells (harness::server::Spares).
     let (backend, spares) = backend.with_spares();

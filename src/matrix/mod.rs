@@ -63,6 +63,14 @@ impl Cell {
 /// than this on two cores starts to eat into them.
 pub const DEFAULT_JOBS: usize = 3;
 
+/// How many cells run at once on the Docker backend. The engine's own work
+/// (a container made, wiped, killed or removed) competes with the cells on
+/// the same cores: at three, whole matrices here ran at a load average of
+/// 14 to 19 and six of ten had cells that differed (a watchdog renewal
+/// 364 ms late against a 300 ms lease, setups that ran out of time); at
+/// two, every cell was as expected in every run.
+pub const DEFAULT_DOCKER_JOBS: usize = 2;
+
 /// The columns whose cells spend most of their time waiting on the
 /// Sentinels' clocks (a master called down, a replica promoted, an old
 /// master demoted) rather than working: they run in a pool of their own,

@@ -96,6 +96,7 @@ impl RedisContainer {
             .collect::<Vec<_>>();
         let mut request = GenericImage::new(name, tag)
             .with_cmd(args)
+            .with_container_name(network.name_container())
             .with_network(network_name.clone())
             .with_label(OWNER_LABEL, owner())
             // Reached at its own address only: nothing is published on

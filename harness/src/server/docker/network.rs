@@ -12,6 +12,7 @@
 
 use std::collections::HashMap;
 use std::net::Ipv4Addr;
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
@@ -35,6 +36,10 @@ const SUBNET_ATTEMPTS: usize = 40;
 pub struct RunNetwork {
     made: OnceCell<Made>,
     clients: OnceCell<Made>,
+    /// The names of the containers started on it: the only handle on an
+    /// endpoint the engine keeps after its container is gone (see
+    /// [`remove`]).
+    containers: Mutex<Vec<String>>,
 }
 
 #[derive(Debug)]
@@ -65,6 +70,22 @@ impl RunNetwork {
         Ok(&clients.name)
     }
 
+    /// A name for a container about to be started on this network, kept
+    /// so that an endpoint its container leaves behind can be removed.
+    pub fn name_container(&self) -> String {
+        static CONTAINERS: AtomicU32 = AtomicU32::new(0);
+        let name = format!(
+            "lockstages-{}-c{}-{}",
+            owner(),
+            CONTAINERS.fetch_add(1, Ordering::Relaxed),
+            &uuid::Uuid::new_v4().simple().to_string()[..6]
+        );
+        if let Ok(mut containers) = self.containers.lock() {
+            containers.push(name.clone());
+        }
+        name
+    }
+
     async fn made(&self, docker: &Docker) -> Result<&Made> {
         self.made
             .get_or_try_init(|| create(docker, next_name(), false))
@@ -74,14 +95,17 @@ impl RunNetwork {
 
 impl Drop for RunNetwork {
     fn drop(&mut self) {
+        let containers =
+            std::mem::take(self.containers.get_mut().unwrap_or_else(|e| e.into_inner()));
         for made in [self.clients.take(), self.made.take()]
             .into_iter()
             .flatten()
         {
+            let containers = containers.clone();
             // Best effort: the reaper removes it at the latest when this
             // process ends.
             let _ = blocking(move |docker| async move {
-                remove(&docker, &made.name)
+                remove(&docker, &made.name, &containers)
                     .await
                     .map_err(|e| HarnessError::Docker(e.to_string()))
             });
@@ -95,14 +119,20 @@ const REMOVAL_PAUSES_MS: [u64; 4] = [50, 200, 800, 2_000];
 /// Removes a network, even one the engine says has "active endpoints".
 ///
 /// A container's removal can return before the engine has let go of its
-/// endpoint, and now and then (about one whole Docker matrix in three on
+/// endpoint, and now and then (one whole Docker matrix in three or four on
 /// this machine) the engine keeps such an endpoint for good, with no
-/// container behind it. Both are answered the same way: every endpoint
-/// the network still lists is disconnected by force, by the container's
-/// name (the only handle a stale endpoint still answers to) and by its id,
-/// and the removal is tried again after a pause. A network already gone
-/// counts as removed.
-pub(super) async fn remove(docker: &Docker, name: &str) -> std::result::Result<(), BollardError> {
+/// container behind it and none listed on the network. Both are answered
+/// the same way: every endpoint the network lists, and every container
+/// `started_on_it` names, is disconnected by force, and the removal is
+/// tried again after a pause. A forced disconnect of a container that is
+/// gone deletes the endpoint of that name, and an endpoint is named after
+/// its container: so the names are what clears a stale one. A network
+/// already gone counts as removed.
+pub(super) async fn remove(
+    docker: &Docker,
+    name: &str,
+    started_on_it: &[String],
+) -> std::result::Result<(), BollardError> {
     let mut pauses = REMOVAL_PAUSES_MS.iter();
     loop {
         let error = match docker.remove_network(name).await {
@@ -115,24 +145,28 @@ pub(super) async fn remove(docker: &Docker, name: &str) -> std::result::Result<(
         let Some(pause) = pauses.next() else {
             return Err(error);
         };
-        disconnect_everything(docker, name).await;
+        disconnect_everything(docker, name, started_on_it).await;
         tokio::time::sleep(Duration::from_millis(*pause)).await;
     }
 }
 
-/// Forces every endpoint the engine lists on `network` off it.
-async fn disconnect_everything(docker: &Docker, network: &str) {
-    let Ok(inspected) = docker.inspect_network(network, None).await else {
-        return;
+/// Forces off `network` every endpoint the engine lists on it, and every
+/// one named after a container in `started_on_it`.
+async fn disconnect_everything(docker: &Docker, network: &str, started_on_it: &[String]) {
+    let listed = match docker.inspect_network(network, None).await {
+        Ok(inspected) => inspected.containers.unwrap_or_default(),
+        Err(_) => HashMap::new(),
     };
-    for (id, endpoint) in inspected.containers.unwrap_or_default() {
-        for container in endpoint.name.into_iter().chain([id]) {
-            let request = NetworkDisconnectRequest {
-                container,
-                force: Some(true),
-            };
-            let _ = docker.disconnect_network(network, request).await;
-        }
+    let names = listed
+        .into_iter()
+        .flat_map(|(id, endpoint)| endpoint.name.into_iter().chain([id]))
+        .chain(started_on_it.iter().cloned());
+    for container in names {
+        let request = NetworkDisconnectRequest {
+            container,
+            force: Some(true),
+        };
+        let _ = docker.disconnect_network(network, request).await;
     }
 }
 

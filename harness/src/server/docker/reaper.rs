@@ -91,7 +91,18 @@ pub async fn remove_owned_by(parent: &str) {
         ))
         .await
         .unwrap_or_default();
-    for id in containers.into_iter().filter_map(|c| c.id) {
+    // Their names, for the networks' sake: an endpoint a removed container
+    // leaves behind answers to its container's name only.
+    let mut names = Vec::new();
+    for container in containers {
+        names.extend(
+            container
+                .names
+                .unwrap_or_default()
+                .into_iter()
+                .map(|name| name.trim_start_matches('/').to_owned()),
+        );
+        let Some(id) = container.id else { continue };
         let force = RemoveContainerOptionsBuilder::new().force(true).v(true);
         let _ = docker.remove_container(&id, Some(force.build())).await;
     }
@@ -102,6 +113,6 @@ pub async fn remove_owned_by(parent: &str) {
         .await
         .unwrap_or_default();
     for name in networks.into_iter().filter_map(|n| n.name) {
-        let _ = super::network::remove(&docker, &name).await;
+        let _ = super::network::remove(&docker, &name, &names).await;
     }
 }
