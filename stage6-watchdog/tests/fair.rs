@@ -33,21 +33,46 @@ async fn client(node: &Node, name: &str) -> Arc<FairLock> {
 
 /// Waits until the server's queue holds `len` waiters.
 async fn queue_reaches(node: &Node, len: usize) {
+    count_reaches(
+        node,
+        "LLEN",
+        &queue_name("lock:stock"),
+        len,
+        "waiter(s) in the queue",
+    )
+    .await;
+}
+
+/// Waits until `len` waiters have written their deadline (each has looked
+/// at the lock once, after subscribing).
+async fn deadlines_reach(node: &Node, len: usize) {
+    count_reaches(
+        node,
+        "ZCARD",
+        &timeout_name("lock:stock"),
+        len,
+        "deadline(s) written",
+    )
+    .await;
+}
+
+/// Waits until `command` (a count: `LLEN`, `ZCARD`) on `key` answers `len`
+/// or more, for at most the patience window.
+async fn count_reaches(node: &Node, command: &str, key: &str, len: usize, what: &str) {
     let mut conn = lockcore::connect(&node.url(), "inspector").await.unwrap();
-    let queue = queue_name("lock:stock");
     let deadline = tokio::time::Instant::now() + PATIENCE;
     loop {
-        let queued: usize = redis::cmd("LLEN")
-            .arg(&queue)
+        let count: usize = redis::cmd(command)
+            .arg(key)
             .query_async(&mut conn)
             .await
             .unwrap();
-        if queued >= len {
+        if count >= len {
             return;
         }
         assert!(
             tokio::time::Instant::now() < deadline,
-            "the queue never reached {len} waiters (it has {queued})"
+            "{count} {what}, never {len}"
         );
         tokio::time::sleep(Duration::from_millis(2)).await;
     }
@@ -130,29 +155,6 @@ async fn a_waiter_killed_in_the_queue_is_dropped_and_the_next_one_gets_the_lock(
         dropped >= 2,
         "the dead waiter must leave the queue by a script's LPOP ({dropped} after the kill)"
     );
-}
-
-/// Waits until `len` waiters have written their deadline (each has looked
-/// at the lock once, after subscribing).
-async fn deadlines_reach(node: &Node, len: usize) {
-    let mut conn = lockcore::connect(&node.url(), "inspector").await.unwrap();
-    let deadlines = timeout_name("lock:stock");
-    let until = tokio::time::Instant::now() + PATIENCE;
-    loop {
-        let written: usize = redis::cmd("ZCARD")
-            .arg(&deadlines)
-            .query_async(&mut conn)
-            .await
-            .unwrap();
-        if written >= len {
-            return;
-        }
-        assert!(
-            tokio::time::Instant::now() < until,
-            "{written} waiter(s) wrote a deadline, not {len}"
-        );
-        tokio::time::sleep(Duration::from_millis(2)).await;
-    }
 }
 
 /// How many ms the lock key has left (`PTTL`).

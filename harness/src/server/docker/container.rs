@@ -421,9 +421,10 @@ async fn address_on(docker: &Docker, id: &str, network: &str) -> Result<Ipv4Addr
         .ok_or_else(|| HarnessError::Docker(format!("container {id} has no address on {network}")))
 }
 
-/// Disconnects container `id` from `network`, forcibly: the engine's
-/// answer to a node being cut off.
-async fn disconnect(docker: &Docker, id: String, network: &str) -> Result<()> {
+/// Disconnects container `id` (or name) from `network`, forcibly: the
+/// engine's answer to a node being cut off, and the way to a stale
+/// endpoint (see [`super::network`]'s removal).
+pub(super) async fn disconnect(docker: &Docker, id: String, network: &str) -> Result<()> {
     let request = NetworkDisconnectRequest {
         container: id,
         force: Some(true),

@@ -18,9 +18,7 @@ use std::time::Duration;
 
 use testcontainers::bollard::Docker;
 use testcontainers::bollard::errors::Error as BollardError;
-use testcontainers::bollard::models::{
-    Ipam, IpamConfig, NetworkCreateRequest, NetworkDisconnectRequest,
-};
+use testcontainers::bollard::models::{Ipam, IpamConfig, NetworkCreateRequest};
 use tokio::sync::OnceCell;
 
 use super::{OWNER_LABEL, blocking, owner};
@@ -119,15 +117,17 @@ const REMOVAL_PAUSES_MS: [u64; 4] = [50, 200, 800, 2_000];
 /// Removes a network, even one the engine says has "active endpoints".
 ///
 /// A container's removal can return before the engine has let go of its
-/// endpoint, and now and then (one whole Docker matrix in three or four on
+/// endpoint, and now and then (in about one whole Docker matrix in three on
 /// this machine) the engine keeps such an endpoint for good, with no
 /// container behind it and none listed on the network. Both are answered
 /// the same way: every endpoint the network lists, and every container
 /// `started_on_it` names, is disconnected by force, and the removal is
 /// tried again after a pause. A forced disconnect of a container that is
 /// gone deletes the endpoint of that name, and an endpoint is named after
-/// its container: so the names are what clears a stale one. A network
-/// already gone counts as removed.
+/// its container: the names are the only handle on a stale one. They do
+/// not always reach it: now and then the engine still refuses, and only
+/// its restart clears the network (`.ci/run` reports such a network). A
+/// network already gone counts as removed.
 pub(super) async fn remove(
     docker: &Docker,
     name: &str,
@@ -162,11 +162,7 @@ async fn disconnect_everything(docker: &Docker, network: &str, started_on_it: &[
         .flat_map(|(id, endpoint)| endpoint.name.into_iter().chain([id]))
         .chain(started_on_it.iter().cloned());
     for container in names {
-        let request = NetworkDisconnectRequest {
-            container,
-            force: Some(true),
-        };
-        let _ = docker.disconnect_network(network, request).await;
+        let _ = super::container::disconnect(docker, container, network).await;
     }
 }
 
