@@ -38,6 +38,11 @@ use crate::scenario::Run;
 use crate::scenario::redlock_topology::Proxies;
 use crate::scenario::replicated::ReplicationLink;
 
+/// The lock's nodes on the replicated topology: the master, and its
+/// replica that a failover promotes.
+const MASTER: usize = 0;
+const REPLICA: usize = 1;
+
 /// Plays a schedule against a running trial.
 pub(crate) struct Nemesis<'a> {
     run: Mutex<&'a mut Run>,
@@ -128,8 +133,19 @@ impl<'a> Nemesis<'a> {
             );
             if strikes_inside {
                 // Its section lasts until the strike at least: a short one
-                // would be over, and the fault would land in the next.
-                self.slots.get(read.client).stay_until(read.at + fault.into);
+                // would be over, and the fault would land in the next. A
+                // node fault keeps it inside past the strike too (see
+                // `keep_inside`): a stay that ends as the strike begins lets
+                // the holder out while the node is going down, and on a
+                // loaded machine it often is out by then.
+                let past_strike = if fault.kind.aims_at_a_client() {
+                    Duration::ZERO
+                } else {
+                    self.ttl
+                };
+                self.slots
+                    .get(read.client)
+                    .stay_until(read.at + fault.into + past_strike);
             }
             sleep_until(read.at + fault.into).await;
         }
@@ -273,10 +289,13 @@ impl<'a> Nemesis<'a> {
     }
 
     /// Holds replication back just after a release, so that the lock is
-    /// free on both nodes (a release held back would leave the replica a
-    /// stale key) and the next grant reaches the master alone. A grant can
-    /// slip in between the release and the hold: then the replica has the
-    /// key, the link is opened again and the next release tried, while the
+    /// free on both nodes and the next grant reaches the master alone. Two
+    /// things can spoil it, and both are looked for once the link is held:
+    /// the release's `DEL` was held back (the replica still has the key),
+    /// or a grant slipped in between the release and the hold (the master
+    /// has the key; the replica may have it or not yet, since what the
+    /// master sent just before the hold is still on its way). Either way
+    /// the link is opened again and the next release tried, while the
     /// aiming time lasts. Returns the moment of the release: a grant after
     /// it is the one the failover takes.
     async fn hold_replication(&self, i: usize, fault: &Fault) -> u64 {
@@ -288,8 +307,13 @@ impl<'a> Nemesis<'a> {
                 let came = self.slots.released_after(now, until).await;
                 released = self.slots.moment();
                 link.hold();
-                let taken = self.run.lock().await.lock_key_exists(1).await;
-                if !taken.unwrap_or(false) || !came || Instant::now() >= until {
+                let taken = {
+                    let run = self.run.lock().await;
+                    let on_master = run.lock_key_exists(MASTER).await;
+                    let on_replica = run.lock_key_exists(REPLICA).await;
+                    on_master.unwrap_or(false) || on_replica.unwrap_or(false)
+                };
+                if !taken || !came || Instant::now() >= until {
                     break;
                 }
                 link.heal();
@@ -378,8 +402,6 @@ impl<'a> Nemesis<'a> {
     /// Kills the master, promotes the replica, and points the master's
     /// proxy at it, as a Sentinel or a virtual IP moves clients over.
     async fn fail_over(&self) -> Result<()> {
-        const MASTER: usize = 0;
-        const REPLICA: usize = 1;
         let mut run = self.run.lock().await;
         run.kill_node(MASTER).await?;
         run.promote(REPLICA).await?;
