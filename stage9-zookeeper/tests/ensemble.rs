@@ -20,7 +20,8 @@ fn epoch(token: u64) -> u64 {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn killing_the_leader_keeps_one_holder() {
-    let mut world = World::start(1, Fencing::default()).await;
+    // Alone: the election must end well within client-A's session.
+    let mut world = World::start_alone(1, Fencing::default()).await;
     let holder = world.client("client-A").await;
     let held = holder.acquire(patience()).await.unwrap().unwrap();
     let read = holder.read_stock(&held).await.unwrap();

@@ -16,6 +16,7 @@ use harness::server::zookeeper::ZkEnsemble;
 use harness::server::{Backend, Node};
 use harness::workload::{Database, Fencing};
 use lockcore::{ClientSetup, LockConfig};
+use tokio::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 /// Sessions of two seconds: pings every ~670 ms, so a loaded machine does
 /// not expire a live session by accident, and a story still takes seconds.
@@ -27,6 +28,18 @@ pub fn patience() -> Duration {
     SESSION * 3
 }
 
+/// Stories take turns on the machine: side by side as a rule, alone when
+/// the story times an election. Each starts three JVMs; six stories at once
+/// on two cores kept a leader election (0.4 s on a quiet machine) from
+/// finishing within the two-second session, and client-A's session expired.
+static TURNS: RwLock<()> = RwLock::const_new(());
+
+/// A story's turn, held until its world is gone.
+enum Turn {
+    Beside(RwLockReadGuard<'static, ()>),
+    Alone(RwLockWriteGuard<'static, ()>),
+}
+
 /// One story in progress.
 pub struct World {
     pub ensemble: ZkEnsemble,
@@ -34,12 +47,24 @@ pub struct World {
     pub factory: ClientFactory,
     harness_db: Database,
     initial_stock: i64,
+    /// Last, so that it is given back once the ensemble is stopped.
+    _turn: Turn,
 }
 
 impl World {
     /// Starts the ensemble and the database, with `stock` items, the
     /// resource checking tokens as `fencing` says.
     pub async fn start(stock: i64, fencing: Fencing) -> World {
+        Self::start_in(Turn::Beside(TURNS.read().await), stock, fencing).await
+    }
+
+    /// [`World::start`], with no other story running meanwhile: for a story
+    /// whose margins are the ensemble's own timings (an election).
+    pub async fn start_alone(stock: i64, fencing: Fencing) -> World {
+        Self::start_in(Turn::Alone(TURNS.write().await), stock, fencing).await
+    }
+
+    async fn start_in(turn: Turn, stock: i64, fencing: Fencing) -> World {
         let ensemble = ZkEnsemble::start(3).await.unwrap_or_else(|e| panic!("{e}"));
         let backend = Backend::from_env().unwrap_or_else(|e| panic!("{e}"));
         let db = Node::start(&backend, "db", &[])
@@ -84,6 +109,7 @@ impl World {
             factory,
             harness_db,
             initial_stock: stock,
+            _turn: turn,
         };
         world.narrate(format!(
             "stage9 on a 3-member ZooKeeper ensemble (data: {}), session timeout {}ms, \
