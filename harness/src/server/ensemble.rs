@@ -362,14 +362,55 @@ where
 
 /// `count` distinct free loopback ports: all bound at once, held until all
 /// are chosen, so no two members are handed the same one.
+///
+/// They come from below the kernel's ephemeral range (see
+/// [`ports_below_ephemeral`]), which it never hands out by itself: a port
+/// from that range, free when chosen, was sometimes taken by another
+/// cell's server or an outgoing connection in the second a member spent
+/// binding it again (ZooKeeper's election listener does after an error).
 pub(crate) fn free_ports(count: usize) -> std::io::Result<Vec<u16>> {
-    let listeners = (0..count)
-        .map(|_| TcpListener::bind("127.0.0.1:0"))
-        .collect::<std::io::Result<Vec<_>>>()?;
+    let (low, high) = ports_below_ephemeral();
+    let span = u32::from(high - low);
+    let mut listeners = Vec::with_capacity(count);
+    for _ in 0..span {
+        if listeners.len() == count {
+            break;
+        }
+        let port = low + u16::try_from(next_port_offset() % span).unwrap_or(0);
+        if let Ok(listener) = TcpListener::bind(("127.0.0.1", port)) {
+            listeners.push(listener);
+        }
+    }
+    // Nothing free down there (a crowded machine): let the kernel choose.
+    while listeners.len() < count {
+        listeners.push(TcpListener::bind("127.0.0.1:0")?);
+    }
     listeners
         .iter()
         .map(|l| l.local_addr().map(|a| a.port()))
         .collect()
+}
+
+/// Where cluster members' ports are chosen: from 10000 up to the first
+/// port of the kernel's ephemeral range (`ip_local_port_range`, 32768 by
+/// default).
+fn ports_below_ephemeral() -> (u16, u16) {
+    const LOWEST: u16 = 10_000;
+    let first_ephemeral = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|range| range.split_whitespace().next()?.parse::<u16>().ok())
+        .unwrap_or(32_768);
+    (LOWEST, first_ephemeral.max(LOWEST + 1_000))
+}
+
+/// The next port to try, as an offset into [`ports_below_ephemeral`]'s
+/// range: a walk that starts at a place of this process's own, so that two
+/// processes choosing at once rarely try the same ports.
+fn next_port_offset() -> u32 {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    let start = std::process::id().wrapping_mul(7919);
+    start.wrapping_add(NEXT.fetch_add(1, Ordering::Relaxed))
 }
 
 /// A fresh directory for one cluster's members, under `var` if it is set,
