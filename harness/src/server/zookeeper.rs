@@ -173,13 +173,16 @@ impl ZkEnsemble {
             .args(["-Xmx128m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"])
             .arg("-Djava.net.preferIPv4Stack=true")
             .arg("-Dzookeeper.jmx.log4j.disable=true")
-            // A member whose election listener fails (a connection reset
-            // while it reads a peer's first message) closes its port and
+            // A member whose election listener fails closes its port and
             // binds it again a second later; by default it gives up after
-            // three failures and the JVM exits with code 14, which left a
-            // two-member minority once its leader was frozen (a matrix
-            // under a CPU burner). Zero: it never gives up.
-            .arg("-Dzookeeper.electionPortBindRetry=0")
+            // three failures in a row and the JVM exits with code 14, which
+            // left a two-member minority once its leader was frozen (a
+            // matrix under a CPU burner). Ten: it holds on for ten seconds,
+            // and still exits, with "Address already in use" in its log, if
+            // its port was taken before it started, so that the ensemble is
+            // started again on new ports (`ensemble::with_free_ports`)
+            // instead of waiting for a leader in vain.
+            .arg("-Dzookeeper.electionPortBindRetry=10")
             .arg("-cp")
             .arg(&self.classpath)
             .arg("org.apache.zookeeper.server.quorum.QuorumPeerMain")
