@@ -19,7 +19,8 @@ pub mod zookeeper;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::Arc;
 
-pub use docker::{OWNER_LABEL, RedisContainer, RunNetwork, Spares, docker_answers};
+use docker::Kind;
+pub use docker::{OWNER_LABEL, RedisContainer, RigLease, RunNetwork, Spares, docker_answers};
 pub use external::{ExternalServer, URL_VAR};
 pub use redis_process::{INSTALL_HINT, RedisProcess, redis_server_installed};
 
@@ -56,6 +57,9 @@ pub enum Backend {
         /// matrix's, [`Backend::with_spares`]); else every node is a new
         /// container.
         spares: Option<Arc<Spares>>,
+        /// The rig whose network and kept nodes this run's topology uses
+        /// ([`Backend::for_rig`]); `network` is the rig's.
+        rig: Option<Arc<RigLease>>,
     },
     /// A reader's own server (`LOCKSTAGES_REDIS_URL`): every node of a run
     /// is that server, with the run's keys under a prefix of their own.
@@ -79,6 +83,7 @@ impl Backend {
                 image,
                 network: Arc::default(),
                 spares: None,
+                rig: None,
             })
         };
         match std::env::var(BACKEND_VAR).as_deref() {
@@ -121,6 +126,7 @@ impl Backend {
                 image: image.clone(),
                 network: Arc::default(),
                 spares: spares.clone(),
+                rig: None,
             },
             Backend::External(server) => Backend::External(server.clone()),
         }
@@ -140,6 +146,7 @@ impl Backend {
                         image: image.clone(),
                         network: network.clone(),
                         spares: Some(spares.clone()),
+                        rig: None,
                     },
                     Some(spares),
                 )
@@ -158,8 +165,33 @@ impl Backend {
                 image: image.clone(),
                 network: network.clone(),
                 spares: None,
+                rig: None,
             },
             other => other.clone(),
+        }
+    }
+
+    /// The backend for a topology whose nodes share one network and
+    /// replicate (a Sentinel topology's master, replicas and Sentinels):
+    /// with a matrix's spares, a rig for topologies of `kind`, whose network
+    /// and wiped nodes a later run of the same kind uses again (see
+    /// [`Spares`]); else [`Backend::without_spares`].
+    pub fn for_rig(&self, kind: &str) -> Self {
+        match self {
+            Backend::Docker {
+                image,
+                spares: Some(spares),
+                ..
+            } => {
+                let lease = spares.lease_rig(kind);
+                Backend::Docker {
+                    image: image.clone(),
+                    network: lease.network(),
+                    spares: None,
+                    rig: Some(lease),
+                }
+            }
+            other => other.without_spares(),
         }
     }
 
@@ -236,6 +268,18 @@ impl Node {
     pub async fn start(backend: &Backend, label: &str, extra_args: &[&str]) -> Result<Self> {
         let server = match backend {
             Backend::Process => Server::Process(RedisProcess::start(extra_args).await?),
+            Backend::Docker { rig: Some(rig), .. } => {
+                let (container, _) = RedisContainer::start_in_rig(
+                    rig,
+                    Kind::Server,
+                    &[],
+                    extra_args,
+                    &[],
+                    CONTAINER_REDIS_PORT,
+                )
+                .await?;
+                Server::Container(Box::new(container))
+            }
             Backend::Docker {
                 spares: Some(spares),
                 ..
@@ -351,11 +395,28 @@ impl Node {
     }
 
     /// Starts a Sentinel on `backend` whose configuration file says
-    /// `config`.
+    /// `config`. A Sentinel a rig kept (see [`Backend::for_rig`]) is told the
+    /// same at run time instead: each `sentinel monitor` line as `SENTINEL
+    /// MONITOR`, each other line as `SENTINEL SET`.
     pub async fn start_sentinel(backend: &Backend, label: &str, config: &str) -> Result<Self> {
         const FILE: &str = "/data/sentinel.conf";
         let server = match backend {
             Backend::Process => Server::Process(RedisProcess::start_sentinel(config).await?),
+            Backend::Docker { rig: Some(rig), .. } => {
+                let (container, kept) = RedisContainer::start_in_rig(
+                    rig,
+                    Kind::Sentinel,
+                    &[FILE, "--sentinel"],
+                    &["--port", &CONTAINER_SENTINEL_PORT.to_string()],
+                    &[(FILE, config.as_bytes().to_vec())],
+                    CONTAINER_SENTINEL_PORT,
+                )
+                .await?;
+                if kept {
+                    configure_sentinel(container.addr(), config).await?;
+                }
+                Server::Container(Box::new(container))
+            }
             Backend::Docker { image, network, .. } => Server::Container(Box::new(
                 RedisContainer::start(
                     image,
@@ -486,4 +547,35 @@ impl Node {
 
 fn no_faults() -> HarnessError {
     HarnessError::NotApplicable(external::NO_FAULTS)
+}
+
+/// Tells the Sentinel at `addr` what a configuration file saying `config`
+/// would have: `sentinel monitor <name> <host> <port> <quorum>` becomes
+/// `SENTINEL MONITOR …`, and `sentinel <option> <name> <value>` becomes
+/// `SENTINEL SET <name> <option> <value>`.
+async fn configure_sentinel(addr: SocketAddr, config: &str) -> Result<()> {
+    let mut conn = lockcore::connect(&format!("redis://{addr}"), "harness").await?;
+    for line in config.lines() {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        let command = match words.as_slice() {
+            ["sentinel", "monitor", rest @ ..] => {
+                let mut command = redis::cmd("SENTINEL");
+                command.arg("MONITOR").arg(rest);
+                command
+            }
+            ["sentinel", option, name, value] => {
+                let mut command = redis::cmd("SENTINEL");
+                command.arg("SET").arg(*name).arg(*option).arg(*value);
+                command
+            }
+            [] => continue,
+            _ => {
+                return Err(HarnessError::Topology(format!(
+                    "a Sentinel used again cannot be told `{line}`"
+                )));
+            }
+        };
+        command.query_async::<()>(&mut conn).await?;
+    }
+    Ok(())
 }

@@ -351,10 +351,18 @@ impl Run {
             .collect();
         // The four servers (the database among them) start at once (on Docker each is a container,
         // seconds each when started one after another).
-        // The master and replicas on the run's own network, where the
-        // Sentinels reach them (a matrix's spares are on another); the
-        // database, which only the clients reach, may be a spare.
-        let peers = env.backend.without_spares();
+        // The master, replicas and Sentinels on one network of their own,
+        // where the Sentinels reach the servers (a matrix's plain spares are
+        // each on another): in a matrix, a rig that an earlier cell of the
+        // same kind left, with its wiped nodes, which start again far sooner
+        // than new containers. The database, which only the clients reach,
+        // may be a plain spare.
+        let rig = format!(
+            "sentinel {} {}",
+            if by_network { "partition" } else { "links" },
+            args.join(" ")
+        );
+        let peers = env.backend.for_rig(&rig);
         let master = async {
             if by_network {
                 Node::start_with_clients_network(&peers, "master", &args).await
@@ -399,7 +407,7 @@ impl Run {
             PeerPaths::Network => nodes[0].peer_addr(),
         };
         let (master_host, master_port) = (seen_by_peers.ip(), seen_by_peers.port());
-        let backend = &env.backend;
+        let backend = &peers;
         let sentinels = futures_util::future::try_join_all((1..=3u32).map(|i| {
             let down_after = DOWN_AFTER + DOWN_AFTER_STEP * (i - 1);
             // ANCHOR: sentinel_config

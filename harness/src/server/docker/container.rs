@@ -16,7 +16,7 @@ use testcontainers::runners::AsyncRunner as _;
 use testcontainers::{ContainerAsync, GenericImage, ImageExt as _};
 use tokio::time::{Instant, sleep};
 
-use super::spares::{self, Origin, Spares};
+use super::spares::{self, Kind, Origin, RigLease, Spares};
 use super::{IMAGE_HINT, OWNER_LABEL, RunNetwork, owner, reaper, split_image};
 use crate::error::{HarnessError, Result};
 use crate::server::redis_process::{ping, tail};
@@ -47,6 +47,9 @@ pub struct RedisContainer {
     /// Whether it was killed, paused, restarted or moved between
     /// networks: then it is removed, never kept as a spare.
     faulted: AtomicBool,
+    /// The rig it was started in, held until it is wiped (see
+    /// [`super::spares`]).
+    rig: Option<Arc<RigLease>>,
 }
 
 impl std::fmt::Debug for RedisContainer {
@@ -125,6 +128,7 @@ impl RedisContainer {
             network,
             spare_origin: None,
             faulted: AtomicBool::new(false),
+            rig: None,
         };
         server.wait_ready().await?;
         Ok(server)
@@ -149,6 +153,7 @@ impl RedisContainer {
                 network: spare.network,
                 spare_origin: Some(spare.origin),
                 faulted: AtomicBool::new(false),
+                rig: None,
             };
             server.wait_ready().await?;
             return Ok(server);
@@ -164,8 +169,66 @@ impl RedisContainer {
         )
         .await?;
         spares.count_made();
-        server.spare_origin = Some(Origin::read(spares.clone(), args, server.addr).await?);
+        server.spare_origin =
+            Some(Origin::read(spares.clone(), None, Kind::Server, args, server.addr).await?);
         Ok(server)
+    }
+
+    /// Starts a node of `kind` in a rig (see [`super::spares`]): a node the
+    /// rig kept, started with the same arguments, when one has rested and
+    /// is still as its wipe left it; else a new container on the rig's
+    /// network, started as [`Self::start`] does. Says whether it was used
+    /// again (a Sentinel used again has still to be told what to watch).
+    pub async fn start_in_rig(
+        lease: &Arc<RigLease>,
+        kind: Kind,
+        leading_args: &[&str],
+        extra_args: &[&str],
+        files: &[(&str, Vec<u8>)],
+        port: u16,
+    ) -> Result<(Self, bool)> {
+        let args: Vec<String> = leading_args
+            .iter()
+            .chain(extra_args)
+            .map(|s| (*s).to_owned())
+            .collect();
+        let spares = lease.spares();
+        while let Some(spare) = lease.take(&args) {
+            if !spares::still_wiped(spare.addr, kind).await {
+                // Removed as it drops.
+                continue;
+            }
+            let docker = docker_client_instance().await.map_err(|e| {
+                HarnessError::Docker(format!("cannot reach the Docker engine: {e}"))
+            })?;
+            let server = Self {
+                container: Some(spare.container),
+                docker,
+                image: spares.image().to_owned(),
+                addr: spare.addr,
+                peer_addr: spare.addr,
+                network: spare.network,
+                spare_origin: Some(spare.origin),
+                faulted: AtomicBool::new(false),
+                rig: Some(lease.clone()),
+            };
+            server.wait_ready().await?;
+            return Ok((server, true));
+        }
+        let mut server = Self::start(
+            spares.image(),
+            lease.network(),
+            leading_args,
+            extra_args,
+            files,
+            port,
+        )
+        .await?;
+        spares.count_made();
+        server.spare_origin =
+            Some(Origin::read(spares.clone(), Some(lease.rig()), kind, args, server.addr).await?);
+        server.rig = Some(lease.clone());
+        Ok((server, false))
     }
 
     /// The testcontainers handle (there until the container is dropped).

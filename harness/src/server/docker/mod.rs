@@ -12,9 +12,10 @@
 //!   no call (kill with SIGKILL, networks, a fixed address), the engine API
 //!   is used through bollard, the client library testcontainers is built
 //!   on. No `docker` process is run.
-//! - [`Spares`]: a matrix's plain servers, wiped and used again by a later
-//!   cell instead of removed and made anew (a container costs about half a
-//!   CPU-second on an engine like this machine's).
+//! - [`Spares`]: a matrix's plain servers, and its Sentinel topologies'
+//!   nodes with their network, wiped and used again by a later cell instead
+//!   of removed and made anew (a container costs about half a CPU-second
+//!   on an engine like this machine's).
 //! - [`reaper`]: containers do not die with the process that made them, so
 //!   a reaper process removes this process's containers and networks once
 //!   it ends, however it ends (panic, Ctrl-C, `kill -9`).
@@ -32,7 +33,7 @@ use crate::error::{HarnessError, Result};
 
 pub use container::RedisContainer;
 pub use network::RunNetwork;
-pub use spares::Spares;
+pub use spares::{Kind, RigLease, Spares};
 
 /// The label that marks this process's containers and networks; its value
 /// is the owner's process id.

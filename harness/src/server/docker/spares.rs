@@ -7,13 +7,24 @@
 //! link, cgroups, the engine's own bookkeeping). A Docker matrix asked for
 //! some seven hundred, and spent most of its time there, not in its stories.
 //!
-//! What is used again, and what is not: only a plain server (started by
+//! What is used again, and what is not: a plain server (started by
 //! [`crate::server::Node::start`]: the database, a standalone lock node, a
 //! Redlock master) that nothing faulted and that never took part in
-//! replication. A server that was killed, paused, restarted, cut off or
-//! connected to another network is removed as before, and so is one that
-//! was a master or a replica (a peer of the old run may still be trying to
-//! reach it). Sentinels and cluster nodes are never spares.
+//! replication; and the master, replicas and Sentinels of a Sentinel
+//! topology, in a [`Rig`]. A server that was killed, paused, restarted, cut
+//! off or connected to another network is removed as before. Cluster nodes
+//! are never spares.
+//!
+//! A rig is a Sentinel topology's network and the nodes a run left on it.
+//! A Sentinel cell made six containers (a master, two replicas, three
+//! Sentinels) and faults one or two of them: with rigs, a later cell of the
+//! same kind takes the network with the survivors, wiped, and starts only
+//! what is missing. The survivors are put back in two steps, so that no old
+//! peer can reach a node of the new run: each node is wiped as it drops
+//! (a Sentinel forgets the master it watched, a replica stops replicating),
+//! and the rig goes back to the idle ones only once the old run's last node
+//! is gone ([`RigLease`]). A cell that takes a rig asks each node again
+//! whether it is as wiped ([`still_wiped`]); one that is not is removed.
 //!
 //! What "wiped" means ([`wipe`]): every key, script and function gone, the
 //! configuration set back to what the container started with, no user but
@@ -47,6 +58,8 @@ const WIPE_WITHIN: Duration = Duration::from_secs(3);
 pub struct Spares {
     image: String,
     idle: Mutex<VecDeque<Spare>>,
+    /// Rigs no run holds.
+    rigs: Mutex<Vec<Arc<Rig>>>,
     made: AtomicUsize,
     reused: AtomicUsize,
 }
@@ -72,13 +85,84 @@ pub(crate) struct Spare {
 
 /// What a spare was started as, to be put back to: its arguments (a cell
 /// gets a spare started with the arguments it asks for), its configuration
-/// and its users.
+/// and its users; and where it goes back to.
 #[derive(Debug)]
 pub(crate) struct Origin {
     pub(crate) spares: Arc<Spares>,
+    /// The rig it belongs to; none for a plain server on its own network.
+    rig: Option<Arc<Rig>>,
+    kind: Kind,
     pub(crate) args: Vec<String>,
     config: HashMap<String, String>,
     users: Vec<String>,
+}
+
+/// What kind of server a spare is, for its wipe.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// A Redis server.
+    Server,
+    /// A Sentinel.
+    Sentinel,
+}
+
+/// A Sentinel topology's network, with the wiped nodes a run left on it
+/// (see the module's documentation).
+pub(crate) struct Rig {
+    /// What topology it is for: only a run of the same kind takes it.
+    key: String,
+    network: Arc<RunNetwork>,
+    idle: Mutex<VecDeque<Spare>>,
+}
+
+impl std::fmt::Debug for Rig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Rig").field("key", &self.key).finish()
+    }
+}
+
+/// A run's hold on a rig. Every node started in the rig holds it too; the
+/// rig goes back to the matrix's idle rigs when the last holder is gone,
+/// so a later run never meets a node of this one still running.
+#[derive(Debug)]
+pub struct RigLease {
+    rig: Arc<Rig>,
+    spares: Arc<Spares>,
+}
+
+impl RigLease {
+    /// The rig's network, where every node of the run's topology is.
+    pub(crate) fn network(&self) -> Arc<RunNetwork> {
+        self.rig.network.clone()
+    }
+
+    /// The matrix's spares, which the rig belongs to.
+    pub(crate) fn spares(&self) -> &Arc<Spares> {
+        &self.spares
+    }
+
+    /// The longest-idle node of the rig started with `args` that has
+    /// rested, if any.
+    pub(crate) fn take(&self, args: &[String]) -> Option<Spare> {
+        let spare = take_from(&self.rig.idle, args)?;
+        self.spares.reused.fetch_add(1, Ordering::Relaxed);
+        Some(spare)
+    }
+
+    /// Where a new node of the rig goes back to when it drops.
+    pub(crate) fn rig(&self) -> Arc<Rig> {
+        self.rig.clone()
+    }
+}
+
+impl Drop for RigLease {
+    fn drop(&mut self) {
+        self.spares
+            .rigs
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(self.rig.clone());
+    }
 }
 
 impl Spares {
@@ -91,6 +175,7 @@ impl Spares {
         Arc::new(Self {
             image: image.to_owned(),
             idle: Mutex::new(VecDeque::new()),
+            rigs: Mutex::new(Vec::new()),
             made: AtomicUsize::new(0),
             reused: AtomicUsize::new(0),
         })
@@ -112,13 +197,32 @@ impl Spares {
 
     /// The longest-idle spare started with `args` that has rested, if any.
     pub(crate) fn take(&self, args: &[String]) -> Option<Spare> {
-        let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
-        let position = idle
-            .iter()
-            .position(|s| s.origin.args == args && s.wiped_at.elapsed() >= Self::REST)?;
-        let spare = idle.remove(position)?;
+        let spare = take_from(&self.idle, args)?;
         self.reused.fetch_add(1, Ordering::Relaxed);
         Some(spare)
+    }
+
+    /// An idle rig for a topology of `key`, or a new one (a network of its
+    /// own, made when its first node starts), held until the lease and
+    /// every node started in it are gone.
+    pub fn lease_rig(self: &Arc<Self>, key: &str) -> Arc<RigLease> {
+        let idle = {
+            let mut rigs = self.rigs.lock().unwrap_or_else(|p| p.into_inner());
+            rigs.iter()
+                .position(|rig| rig.key == key)
+                .map(|position| rigs.swap_remove(position))
+        };
+        let rig = idle.unwrap_or_else(|| {
+            Arc::new(Rig {
+                key: key.to_owned(),
+                network: Arc::default(),
+                idle: Mutex::new(VecDeque::new()),
+            })
+        });
+        Arc::new(RigLease {
+            rig,
+            spares: self.clone(),
+        })
     }
 
     /// Counts a container made to be a spare.
@@ -135,6 +239,11 @@ impl Spares {
         addr: SocketAddr,
         origin: Origin,
     ) {
+        let rig = origin.rig.clone();
+        let home = match &rig {
+            Some(rig) => &rig.idle,
+            None => &self.idle,
+        };
         let spare = Spare {
             container,
             network,
@@ -142,7 +251,7 @@ impl Spares {
             origin,
             wiped_at: Instant::now(),
         };
-        let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
+        let mut idle = home.lock().unwrap_or_else(|p| p.into_inner());
         if idle.len() < MAX_IDLE {
             idle.push_back(spare);
         }
@@ -157,26 +266,55 @@ impl Spares {
     /// round trip that holds its thread), and returns when they are gone.
     /// Call it within a tokio runtime, once no cell runs.
     pub fn remove_all(&self) {
-        let spares: Vec<Spare> = {
+        let rigs: Vec<Arc<Rig>> = {
+            let mut rigs = self.rigs.lock().unwrap_or_else(|p| p.into_inner());
+            rigs.drain(..).collect()
+        };
+        let mut spares: Vec<Spare> = {
             let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
             idle.drain(..).collect()
         };
+        for rig in &rigs {
+            spares.extend(rig.idle.lock().unwrap_or_else(|p| p.into_inner()).drain(..));
+        }
         crate::server::drop_together(spares);
+        // Their networks, now that no node is on them.
+        crate::server::drop_together(rigs);
     }
 }
 
+/// Takes from `idle` the longest-idle spare started with `args` that has
+/// rested, if any.
+fn take_from(idle: &Mutex<VecDeque<Spare>>, args: &[String]) -> Option<Spare> {
+    let mut idle = idle.lock().unwrap_or_else(|p| p.into_inner());
+    let position = idle
+        .iter()
+        .position(|s| s.origin.args == args && s.wiped_at.elapsed() >= Spares::REST)?;
+    idle.remove(position)
+}
+
 impl Origin {
-    /// Reads what the fresh server at `addr` is, to put it back to later.
+    /// Reads what the fresh server (of `kind`) at `addr` is, to put it back
+    /// to later, in `rig` or else alone. A Sentinel has no configuration or
+    /// users to read: what a run changes on it is the masters it watches.
     pub(crate) async fn read(
         spares: Arc<Spares>,
+        rig: Option<Arc<Rig>>,
+        kind: Kind,
         args: Vec<String>,
         addr: SocketAddr,
     ) -> Result<Self> {
-        let mut conn = connect(addr).await?;
-        let config = config_of(&mut conn).await?;
-        let users = users_of(&mut conn).await?;
+        let (config, users) = match kind {
+            Kind::Server => {
+                let mut conn = connect(addr).await?;
+                (config_of(&mut conn).await?, users_of(&mut conn).await?)
+            }
+            Kind::Sentinel => (HashMap::new(), Vec::new()),
+        };
         Ok(Self {
             spares,
+            rig,
+            kind,
             args,
             config,
             users,
@@ -197,12 +335,26 @@ pub(crate) fn wipe(addr: SocketAddr, origin: &Origin) -> std::result::Result<(),
 
 async fn wipe_now(addr: SocketAddr, origin: &Origin) -> std::result::Result<(), String> {
     let mut conn = connect(addr).await.map_err(|e| e.to_string())?;
-    let replication: String = query(&mut conn, redis::cmd("INFO").arg("replication")).await?;
-    let never_replicated = ["role:master", "connected_slaves:0", "master_repl_offset:0"]
-        .iter()
-        .all(|line| replication.lines().any(|l| l.trim() == *line));
-    if !never_replicated {
-        return Err("it took part in replication".into());
+    if origin.kind == Kind::Sentinel {
+        return forget_masters(&mut conn).await;
+    }
+    if origin.rig.is_some() {
+        // A master or a replica of the old run: it replicates no more, and
+        // its replicas' connections are closed (they are wiped too).
+        query::<()>(&mut conn, redis::cmd("REPLICAOF").arg("NO").arg("ONE")).await?;
+        query::<i64>(
+            &mut conn,
+            redis::cmd("CLIENT").arg("KILL").arg("TYPE").arg("replica"),
+        )
+        .await?;
+    } else {
+        let replication: String = query(&mut conn, redis::cmd("INFO").arg("replication")).await?;
+        let never_replicated = ["role:master", "connected_slaves:0", "master_repl_offset:0"]
+            .iter()
+            .all(|line| replication.lines().any(|l| l.trim() == *line));
+        if !never_replicated {
+            return Err("it took part in replication".into());
+        }
     }
     query::<()>(&mut conn, redis::cmd("CLIENT").arg("UNPAUSE")).await?;
     query::<()>(&mut conn, redis::cmd("FLUSHALL").arg("SYNC")).await?;
@@ -244,6 +396,68 @@ async fn wipe_now(addr: SocketAddr, origin: &Origin) -> std::result::Result<(), 
         return Err(format!("{keys} key(s) came back after FLUSHALL"));
     }
     Ok(())
+}
+
+/// A Sentinel's wipe: it watches no master any more (and so knows no
+/// replica and no other Sentinel), and the old run's connections are
+/// closed.
+async fn forget_masters(
+    conn: &mut redis::aio::MultiplexedConnection,
+) -> std::result::Result<(), String> {
+    for name in watched_masters(conn).await? {
+        query::<()>(conn, redis::cmd("SENTINEL").arg("REMOVE").arg(&name)).await?;
+    }
+    for kind in ["normal", "pubsub"] {
+        query::<i64>(
+            conn,
+            redis::cmd("CLIENT")
+                .arg("KILL")
+                .arg("TYPE")
+                .arg(kind)
+                .arg("SKIPME")
+                .arg("yes"),
+        )
+        .await?;
+    }
+    if !watched_masters(conn).await?.is_empty() {
+        return Err("it still watches a master".into());
+    }
+    Ok(())
+}
+
+/// The names of the masters a Sentinel watches.
+async fn watched_masters(
+    conn: &mut redis::aio::MultiplexedConnection,
+) -> std::result::Result<Vec<String>, String> {
+    let masters: Vec<HashMap<String, String>> =
+        query(conn, redis::cmd("SENTINEL").arg("MASTERS")).await?;
+    Ok(masters
+        .into_iter()
+        .filter_map(|mut master| master.remove("name"))
+        .collect())
+}
+
+/// Whether the rig's node at `addr` is still as its wipe left it, when a
+/// later run takes it: a Sentinel watching nothing; a server that is a
+/// master with no replica and no key. (A Sentinel of the old run that
+/// outlived its wipe could have made a wiped server its replica.)
+pub(crate) async fn still_wiped(addr: SocketAddr, kind: Kind) -> bool {
+    let check = async {
+        let mut conn = connect(addr).await.map_err(|e| e.to_string())?;
+        match kind {
+            Kind::Sentinel => Ok(watched_masters(&mut conn).await?.is_empty()),
+            Kind::Server => {
+                let replication: String =
+                    query(&mut conn, redis::cmd("INFO").arg("replication")).await?;
+                let alone = ["role:master", "connected_slaves:0"]
+                    .iter()
+                    .all(|line| replication.lines().any(|l| l.trim() == *line));
+                let keys: i64 = query(&mut conn, &redis::cmd("DBSIZE")).await?;
+                Ok::<_, String>(alone && keys == 0)
+            }
+        }
+    };
+    matches!(tokio::time::timeout(WIPE_WITHIN, check).await, Ok(Ok(true)))
 }
 
 async fn connect(addr: SocketAddr) -> Result<redis::aio::MultiplexedConnection> {
