@@ -41,6 +41,7 @@ fn docker_backend() -> Option<Backend> {
         image,
         network: Arc::default(),
         spares: None,
+        rig: None,
     })
 }
 
@@ -343,5 +344,87 @@ async fn a_spare_comes_back_wiped_and_a_faulted_node_does_not_come_back() {
     assert_ne!(third.addr(), addr, "a killed container was used again");
     assert_eq!(spares.counts(), (2, 1), "(made, used again)");
     drop(third);
+    spares.remove_all();
+}
+
+/// A matrix's rigs: a Sentinel topology's nodes come back, with their
+/// network, to a later run of the same kind, wiped: the old replica
+/// replicates no more and holds no key, and the old Sentinel watches only
+/// what the new run tells it. A run of another kind does not get them.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_rig_comes_back_wiped_to_a_run_of_its_kind() {
+    let Some(backend) = docker_backend() else {
+        return;
+    };
+    let (backend, spares) = backend.with_spares();
+    let spares = spares.expect("the Docker backend has spares");
+    let rig = backend.for_rig("test");
+    let master = Node::start(&rig, "master", &[]).await.unwrap();
+    let replica = Node::start(&rig, "replica", &[]).await.unwrap();
+    query(&master, &["SET", "k", "v"]).await.unwrap();
+    let (ip, port) = (master.peer_addr().ip(), master.peer_addr().port());
+    query(&replica, &["REPLICAOF", &ip.to_string(), &port.to_string()])
+        .await
+        .unwrap();
+    let config = format!("sentinel monitor old {ip} {port} 1\n");
+    let sentinel = Node::start_sentinel(&rig, "sentinel", &config)
+        .await
+        .unwrap();
+    let kept = [master.addr(), replica.addr(), sentinel.addr()];
+    drop(rig);
+    drop(sentinel);
+    drop(replica);
+    drop(master);
+    tokio::time::sleep(Spares::REST * 3).await;
+
+    let other = backend.for_rig("other");
+    let stranger = Node::start(&other, "stranger", &[]).await.unwrap();
+    assert!(
+        !kept.contains(&stranger.addr()),
+        "another kind's rig was used"
+    );
+    drop(other);
+    drop(stranger);
+
+    let rig = backend.for_rig("test");
+    let master = Node::start(&rig, "master", &[]).await.unwrap();
+    let replica = Node::start(&rig, "replica", &[]).await.unwrap();
+    for node in [&master, &replica] {
+        assert!(
+            kept[..2].contains(&node.addr()),
+            "a server was not used again"
+        );
+        let info = query(node, &["INFO", "replication"])
+            .await
+            .unwrap()
+            .unwrap();
+        assert!(info.contains("role:master"), "{info}");
+        assert_eq!(
+            query(node, &["DBSIZE"]).await.unwrap().as_deref(),
+            Some("0")
+        );
+    }
+    let (ip, port) = (master.peer_addr().ip(), master.peer_addr().port());
+    let config =
+        format!("sentinel monitor new {ip} {port} 1\nsentinel down-after-milliseconds new 4321\n");
+    let sentinel = Node::start_sentinel(&rig, "sentinel", &config)
+        .await
+        .unwrap();
+    assert_eq!(sentinel.addr(), kept[2], "the Sentinel was not used again");
+    let mut conn = lockcore::connect(&sentinel.url(), "test").await.unwrap();
+    let masters: Vec<std::collections::HashMap<String, String>> = redis::cmd("SENTINEL")
+        .arg("MASTERS")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    assert_eq!(masters.len(), 1, "{masters:?}");
+    assert_eq!(masters[0]["name"], "new");
+    assert_eq!(masters[0]["ip"], ip.to_string());
+    assert_eq!(masters[0]["down-after-milliseconds"], "4321");
+    drop(conn);
+    drop(rig);
+    drop(sentinel);
+    drop(replica);
+    drop(master);
     spares.remove_all();
 }
