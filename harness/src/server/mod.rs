@@ -172,7 +172,8 @@ impl Backend {
     }
 
     /// The backend for a topology whose nodes share one network and
-    /// replicate (a Sentinel topology's master, replicas and Sentinels):
+    /// replicate (a Sentinel topology's master, replicas and Sentinels, a
+    /// Redis Cluster's nodes):
     /// with a matrix's spares, a rig for topologies of `kind`, whose network
     /// and wiped nodes a later run of the same kind uses again (see
     /// [`Spares`]); else [`Backend::without_spares`].
@@ -338,7 +339,12 @@ impl Node {
             Backend::Process => {
                 Server::Process(RedisProcess::start_cluster_node(extra_args).await?)
             }
-            Backend::Docker { image, network, .. } => {
+            Backend::Docker {
+                image,
+                network,
+                rig,
+                ..
+            } => {
                 let args: Vec<&str> = [
                     "--cluster-enabled",
                     "yes",
@@ -348,17 +354,32 @@ impl Node {
                 .into_iter()
                 .chain(extra_args.iter().copied())
                 .collect();
-                Server::Container(Box::new(
-                    RedisContainer::start(
-                        image,
-                        network.clone(),
-                        &[],
-                        &args,
-                        &[],
-                        CONTAINER_REDIS_PORT,
-                    )
-                    .await?,
-                ))
+                let container = match rig {
+                    Some(rig) => {
+                        RedisContainer::start_in_rig(
+                            rig,
+                            Kind::ClusterNode,
+                            &[],
+                            &args,
+                            &[],
+                            CONTAINER_REDIS_PORT,
+                        )
+                        .await?
+                        .0
+                    }
+                    None => {
+                        RedisContainer::start(
+                            image,
+                            network.clone(),
+                            &[],
+                            &args,
+                            &[],
+                            CONTAINER_REDIS_PORT,
+                        )
+                        .await?
+                    }
+                };
+                Server::Container(Box::new(container))
             }
             Backend::External(_) => {
                 return Err(HarnessError::NotApplicable(external::NO_FAULTS));

@@ -386,12 +386,16 @@ impl Run {
         // The six nodes and the database start at once (on Docker each is a
         // container, seconds when started one after another).
         let (mut nodes, db, paths) = if on_docker {
+            // The nodes on a network of their own: in a matrix, a rig that
+            // an earlier cluster cell left, with its nodes reset (see
+            // harness::server::Spares). The database may be a plain spare.
+            let peers = env.backend.for_rig("cluster");
             let backend = &env.backend;
             let (nodes, db) = tokio::try_join!(
                 futures_util::future::try_join_all(
                     LABELS
                         .iter()
-                        .map(|label| Node::start_cluster_node(backend, label, &common))
+                        .map(|label| Node::start_cluster_node(&peers, label, &common))
                 ),
                 Node::start(backend, "db", &[]),
             )?;

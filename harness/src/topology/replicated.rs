@@ -52,17 +52,25 @@ impl Run {
         let env = env.for_new_run();
         // A master waits 5 s by default before a full sync, hoping for more
         // replicas to serve at once; there is only one.
-        // The master and its replica on the run's own network (replicated
-        // servers are never a matrix's spares); the database may be one.
-        let peers = env.backend.without_spares();
-        let (master, db) = tokio::try_join!(
-            Node::start(&peers, "master", &["--repl-diskless-sync-delay", "0"]),
+        // The master and its replica on a network of their own: in a
+        // matrix, a rig an earlier cell of this kind left, with its nodes
+        // wiped (see harness::server::Spares). The database may be a plain
+        // spare.
+        let peers = env.backend.for_rig("replicated");
+        let args = ["--repl-diskless-sync-delay", "0"];
+        let (master, replica, db) = tokio::try_join!(
+            Node::start(&peers, "master", &args),
+            Node::start(&peers, "replica", &args),
             Node::start(&env.backend, "db", &[]),
         )?;
         let link = ReplicationLink::start(&master).await?;
-        let (link_host, link_port) = (link.addr.ip().to_string(), link.addr.port().to_string());
-        let replica =
-            Node::start(&peers, "replica", &["--replicaof", &link_host, &link_port]).await?;
+        let mut conn = lockcore::connect(&replica.url(), "harness").await?;
+        redis::cmd("REPLICAOF")
+            .arg(link.addr.ip().to_string())
+            .arg(link.addr.port())
+            .query_async::<()>(&mut conn)
+            .await?;
+        drop(conn);
         wait_in_sync(&replica).await?;
         let run = Self::start_with_db(stage, env, stock, vec![master, replica], db).await?;
         run.narrate("the replica is in sync with the master (master_link_status:up)");

@@ -11,17 +11,18 @@
 //! [`crate::server::Node::start`]: the database, a standalone lock node, a
 //! Redlock master) that nothing faulted and that never took part in
 //! replication; and the master, replicas and Sentinels of a Sentinel
-//! topology, in a [`Rig`]. A server that was killed, paused, restarted, cut
-//! off or connected to another network is removed as before. Cluster nodes
-//! are never spares.
+//! topology, or the nodes of a Redis Cluster, in a [`Rig`]. A server that
+//! was killed, paused, restarted, cut off or connected to another network
+//! is removed as before.
 //!
-//! A rig is a Sentinel topology's network and the nodes a run left on it.
-//! A Sentinel cell made six containers (a master, two replicas, three
-//! Sentinels) and faults one or two of them: with rigs, a later cell of the
-//! same kind takes the network with the survivors, wiped, and starts only
-//! what is missing. The survivors are put back in two steps, so that no old
-//! peer can reach a node of the new run: each node is wiped as it drops
-//! (a Sentinel forgets the master it watched, a replica stops replicating),
+//! A rig is a topology's network and the nodes a run left on it. A
+//! Sentinel cell made six containers (a master, two replicas, three
+//! Sentinels), a Cluster cell six nodes, and each faults one or two of
+//! them: with rigs, a later cell of the same kind takes the network with
+//! the survivors, wiped, and starts only what is missing. The survivors are
+//! put back in two steps, so that no old peer can reach a node of the new
+//! run: each node is wiped as it drops (a Sentinel forgets the master it
+//! watched, a replica stops replicating, a cluster node is reset as new),
 //! and the rig goes back to the idle ones only once the old run's last node
 //! is gone ([`RigLease`]). A cell that takes a rig asks each node again
 //! whether it is as wiped ([`still_wiped`]); one that is not is removed.
@@ -102,6 +103,8 @@ pub(crate) struct Origin {
 pub enum Kind {
     /// A Redis server.
     Server,
+    /// A Redis Cluster node.
+    ClusterNode,
     /// A Sentinel.
     Sentinel,
 }
@@ -305,7 +308,7 @@ impl Origin {
         addr: SocketAddr,
     ) -> Result<Self> {
         let (config, users) = match kind {
-            Kind::Server => {
+            Kind::Server | Kind::ClusterNode => {
                 let mut conn = connect(addr).await?;
                 (config_of(&mut conn).await?, users_of(&mut conn).await?)
             }
@@ -338,7 +341,20 @@ async fn wipe_now(addr: SocketAddr, origin: &Origin) -> std::result::Result<(), 
     if origin.kind == Kind::Sentinel {
         return forget_masters(&mut conn).await;
     }
-    if origin.rig.is_some() {
+    if origin.kind == Kind::ClusterNode {
+        // A node of the old run's cluster: a master's keys go first (a
+        // master with keys refuses the reset; a replica refuses FLUSHALL,
+        // and the reset empties it anyway), then it forgets every other
+        // node, its slots and its epochs, and takes a new node ID, as a
+        // node that never met another.
+        let _ = query::<()>(&mut conn, redis::cmd("FLUSHALL").arg("SYNC")).await;
+        query::<()>(&mut conn, redis::cmd("CLUSTER").arg("RESET").arg("HARD")).await?;
+        query::<i64>(
+            &mut conn,
+            redis::cmd("CLIENT").arg("KILL").arg("TYPE").arg("replica"),
+        )
+        .await?;
+    } else if origin.rig.is_some() {
         // A master or a replica of the old run: it replicates no more, and
         // its replicas' connections are closed (they are wiped too).
         query::<()>(&mut conn, redis::cmd("REPLICAOF").arg("NO").arg("ONE")).await?;
@@ -439,21 +455,30 @@ async fn watched_masters(
 
 /// Whether the rig's node at `addr` is still as its wipe left it, when a
 /// later run takes it: a Sentinel watching nothing; a server that is a
-/// master with no replica and no key. (A Sentinel of the old run that
-/// outlived its wipe could have made a wiped server its replica.)
+/// master with no replica and no key; a cluster node, besides, knowing no
+/// other node and serving no slot. (A Sentinel of the old run that outlived
+/// its wipe could have made a wiped server its replica; a node of the old
+/// cluster, met a wiped one again.)
 pub(crate) async fn still_wiped(addr: SocketAddr, kind: Kind) -> bool {
     let check = async {
         let mut conn = connect(addr).await.map_err(|e| e.to_string())?;
         match kind {
             Kind::Sentinel => Ok(watched_masters(&mut conn).await?.is_empty()),
-            Kind::Server => {
+            Kind::Server | Kind::ClusterNode => {
                 let replication: String =
                     query(&mut conn, redis::cmd("INFO").arg("replication")).await?;
                 let alone = ["role:master", "connected_slaves:0"]
                     .iter()
                     .all(|line| replication.lines().any(|l| l.trim() == *line));
                 let keys: i64 = query(&mut conn, &redis::cmd("DBSIZE")).await?;
-                Ok::<_, String>(alone && keys == 0)
+                let unclustered = kind == Kind::Server || {
+                    let cluster: String =
+                        query(&mut conn, redis::cmd("CLUSTER").arg("INFO")).await?;
+                    ["cluster_known_nodes:1", "cluster_slots_assigned:0"]
+                        .iter()
+                        .all(|line| cluster.lines().any(|l| l.trim() == *line))
+                };
+                Ok::<_, String>(alone && keys == 0 && unclustered)
             }
         }
     };
