@@ -61,7 +61,7 @@ pub async fn run(
     } else {
         matrix::DEFAULT_DOCKER_JOBS
     });
-    // On Docker, a cell's plain servers that its story left alone are
+    // On Docker, the nodes of a cell that its story left alone are
     // wiped and used again by later cells (harness::server::Spares).
     let (backend, spares) = backend.with_spares();
     let env_for = |stage: &StageEntry| -> Result<ScenarioEnv, String> {
@@ -135,7 +135,7 @@ pub async fn run(
         );
         if let Some((made, reused)) = spare_counts {
             println!(
-                "plain servers: {made} container(s) made, used again {reused} time(s) (wiped between cells)"
+                "containers kept between cells (plain servers and rigs): {made} made, used again {reused} time(s), wiped between cells"
             );
         }
         if let Some(dir) = html {
