@@ -128,24 +128,27 @@ return 1
 // ANCHOR_END: fenced_resource
 
 // ANCHOR: idempotent_sale
-/// The idempotent sale: the stale-token check of [`FENCED_SALE`] when a
-/// token is shown (ARGV[3] is empty otherwise), then the request id. `SADD`
-/// answers 0 for an id already in the set: the request was charged before,
-/// so the stock and the orders stay as they are and the attempt is recorded
-/// in the duplicates list instead. One script, so no second application of
+/// The idempotent sale: the request id first, then the stale-token check of
+/// [`FENCED_SALE`] when a token is shown (ARGV[3] is empty otherwise).
+/// `SADD` answers 0 for an id already in the set: the request was charged
+/// before, so the stock and the orders stay as they are and the attempt is
+/// recorded in the duplicates list instead, whatever token it shows. A
+/// retry of a charged request is told "charged", never "refused", which
+/// would say it was not. A new id with a stale token is refused, and taken
+/// out of the set again: the request was not charged, and a retry of it
+/// under the newer holder must be. One script, so no second application of
 /// the same id can slip between the check and the charge.
 const IDEMPOTENT_SALE: &str = r"
-if ARGV[3] ~= '' then
-  local highest = tonumber(redis.call('GET', KEYS[3]) or '-1')
-  if tonumber(ARGV[3]) < highest then
-    return 0
-  end
-end
 if redis.call('SADD', KEYS[4], ARGV[4]) == 0 then
   redis.call('RPUSH', KEYS[5], ARGV[2])
   return 2
 end
 if ARGV[3] ~= '' then
+  local highest = tonumber(redis.call('GET', KEYS[3]) or '-1')
+  if tonumber(ARGV[3]) < highest then
+    redis.call('SREM', KEYS[4], ARGV[4])
+    return 0
+  end
   redis.call('SET', KEYS[3], ARGV[3])
 end
 redis.call('SET', KEYS[1], ARGV[1])
@@ -397,5 +400,86 @@ impl Database {
             .arg(-1)
             .query_async(&mut self.conn.clone())
             .await?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use lockcore::{ClientSetup, LockConfig};
+
+    use super::{Database, Fencing, RequestIds, Sale};
+    use crate::server::{Backend, Node};
+
+    /// One client of the database at `node`, with both of the resource's
+    /// checks on, its keys under a prefix of this test's own.
+    async fn client(node: &Node, name: &str) -> Database {
+        let config = LockConfig {
+            key: format!("workload-test:{}", LockConfig::default().key),
+            ..LockConfig::default()
+        };
+        let setup = ClientSetup::new(vec![node.url()], name, config);
+        Database::connect(&setup, &node.url())
+            .await
+            .unwrap_or_else(|e| panic!("{e}"))
+            .with_fencing(Fencing::ReadsAndWrites)
+            .with_request_ids(RequestIds::Checked)
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn a_stale_retry_of_a_charged_request_answers_charged_and_a_new_one_stays_chargeable() {
+        let backend = Backend::from_env().unwrap_or_else(|e| panic!("{e}"));
+        let node = Node::start(&backend, "db", &[])
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        let a = client(&node, "client-A").await;
+        let b = client(&node, "client-B").await;
+        a.reset(10).await.unwrap();
+
+        // client-A, holding token 33, charges request-1.
+        let read = a.read_stock(Some(33)).await.unwrap();
+        assert_eq!(
+            a.sell_request(read, Some(33), Some("request-1"))
+                .await
+                .unwrap(),
+            Sale::Sold(10)
+        );
+        // A newer holder reads with token 34: from now on 33 is stale.
+        let newer = b.read_stock(Some(34)).await.unwrap();
+        assert_eq!(newer, 9);
+
+        // client-A's retry of request-1, still with token 33: the request
+        // was charged, and the answer must say so, not "refused".
+        assert_eq!(
+            a.sell_request(read, Some(33), Some("request-1"))
+                .await
+                .unwrap(),
+            Sale::Duplicate,
+            "a retry of a charged request was told it was refused"
+        );
+        assert_eq!(
+            a.refused_duplicates().await.unwrap(),
+            ["client-A request-1"]
+        );
+
+        // A request never charged, with the stale token: refused, and its
+        // id is not remembered, so that the same request under the newer
+        // holder's token is charged.
+        assert_eq!(
+            a.sell_request(read, Some(33), Some("request-2"))
+                .await
+                .unwrap(),
+            Sale::Rejected { token: 33 }
+        );
+        assert_eq!(
+            b.sell_request(newer, Some(34), Some("request-2"))
+                .await
+                .unwrap(),
+            Sale::Sold(9),
+            "a request refused for its stale token was remembered as charged"
+        );
+        assert_eq!(
+            a.order_entries().await.unwrap(),
+            ["client-A request-1", "client-B request-2"]
+        );
     }
 }
