@@ -247,8 +247,12 @@ impl FairLock {
                 in_line.settled = ours.is_ok();
                 ours?.then_some(asked)
             }
+            // Failed: leave the queue, and give on at once a lock handed
+            // to us in the meantime. The caller is told the wait failed and
+            // will never unlock; kept, the lock would stand unowned for
+            // the whole lease that LEAVE gives it.
             Err(e) => {
-                in_line.settled = self.leave(&owner, &request).await.is_ok();
+                in_line.settled = self.give_up(&owner, &request).await.is_ok();
                 return Err(e);
             }
         };
@@ -362,6 +366,19 @@ impl FairLock {
         Ok(waiting == 0)
     }
 
+    /// Leaves the queue, and gives on a lock handed to this request
+    /// meanwhile (to the next in line, as any release does).
+    async fn give_up(&self, owner: &str, request: &str) -> Result<(), LockError> {
+        give_up(
+            self.conn.clone(),
+            self.leave_script(owner, request),
+            self.release_script(owner),
+            &self.holds,
+            owner,
+        )
+        .await
+    }
+
     /// Leaves the queue; `true` if the lock was handed to us meanwhile.
     async fn leave(&self, owner: &str, request: &str) -> Result<bool, LockError> {
         let ours: i64 = self
@@ -412,6 +429,15 @@ impl FairLock {
                 count: 0,
                 watchdog: self.start_watchdog(owner.clone(), since),
             });
+            // A reentrant hold keeps the running watchdog, unless it has
+            // stopped: one renewal that failed (a timeout, a busy server)
+            // stops it and fires the lost signal, yet the lock may still
+            // be ours, and this acquire has just given it a whole lease
+            // that nothing would renew. A new watchdog, with a lost signal
+            // of its own, keeps it.
+            if hold.watchdog.task.is_finished() || hold.watchdog.lost.is_lost() {
+                hold.watchdog = self.start_watchdog(owner.clone(), since);
+            }
             hold.count += 1;
             hold.watchdog.lost.clone()
         };
@@ -492,13 +518,18 @@ impl FairLock {
                 }
             };
         }
-        let released: Option<i64> = self
+        let released: Result<Option<i64>, _> = self
             .release_script(owner)
             .invoke_async(&mut self.conn.clone())
-            .await?;
-        // Either way this owner holds nothing now: its watchdog stops.
+            .await;
+        // Whatever the answer, this owner's watchdog stops, as stage 6's
+        // and Redisson's do: released or not ours, there is nothing to
+        // renew; an error leaves it unknown whether the release ran, and
+        // a watchdog left running would keep the lock for the life of the
+        // process under a caller that believes it gave it back. Left
+        // alone, a release that never ran costs one lease at most.
         self.holds().remove(owner);
-        match released {
+        match released? {
             Some(_) => Ok(Release::Deleted),
             None => Err(LockError::NotOwner),
         }
@@ -558,17 +589,30 @@ impl Drop for InLine<'_> {
         };
         let leave = self.lock.leave_script(self.owner, self.request);
         let release = self.lock.release_script(self.owner);
-        let mut conn = self.lock.conn.clone();
+        let conn = self.lock.conn.clone();
         let holds = Arc::clone(&self.lock.holds);
         let owner = self.owner.to_owned();
         runtime.spawn(async move {
-            let handed: Result<i64, _> = leave.invoke_async(&mut conn).await;
-            // Not if the owner holds the lock itself, by another request.
-            if handed == Ok(1) && !lock_holds(&holds).contains_key(&owner) {
-                let _: Result<Option<i64>, _> = release.invoke_async(&mut conn).await;
-            }
+            let _ = give_up(conn, leave, release, &holds, &owner).await;
         });
     }
+}
+
+/// Leaves the queue (`leave`); if the lock was handed to the request
+/// meanwhile, gives it on (`release`), unless the owner holds the lock
+/// itself, by another request.
+async fn give_up(
+    mut conn: lockcore::Connection,
+    leave: ScriptInvocation<'static>,
+    release: ScriptInvocation<'static>,
+    holds: &Mutex<HashMap<String, Hold>>,
+    owner: &str,
+) -> Result<(), LockError> {
+    let handed: i64 = leave.invoke_async(&mut conn).await?;
+    if handed == 1 && !lock_holds(holds).contains_key(owner) {
+        let _: Option<i64> = release.invoke_async(&mut conn).await?;
+    }
+    Ok(())
 }
 
 fn millis(duration: Duration) -> u64 {

@@ -23,7 +23,11 @@ async fn lock_node() -> Node {
 }
 
 async fn client(node: &Node, name: &str) -> Arc<FairLock> {
-    let setup = ClientSetup::new(vec![node.url()], name, LockConfig::with_ttl(WATCHDOG));
+    client_with(node, name, WATCHDOG).await
+}
+
+async fn client_with(node: &Node, name: &str, watchdog: Duration) -> Arc<FairLock> {
+    let setup = ClientSetup::new(vec![node.url()], name, LockConfig::with_ttl(watchdog));
     Arc::new(
         FairLock::connect(setup)
             .await
@@ -80,8 +84,13 @@ async fn count_reaches(node: &Node, command: &str, key: &str, len: usize, what: 
 
 #[tokio::test(flavor = "multi_thread")]
 async fn waiters_get_the_lock_in_the_order_they_queued_and_the_releaser_cannot_barge_in() {
+    // A waiter that does not look for a whole waiter timeout loses its
+    // place (the others' looks drop it); a 3 s watchdog gives the waiters
+    // half a second, where they look every 167 ms, so that a loaded
+    // machine cannot reorder them.
+    let watchdog = Duration::from_secs(3);
     let node = lock_node().await;
-    let first = client(&node, "client-A").await;
+    let first = client_with(&node, "client-A", watchdog).await;
     first
         .try_lock(PATIENCE)
         .await
@@ -93,7 +102,7 @@ async fn waiters_get_the_lock_in_the_order_they_queued_and_the_releaser_cannot_b
     let go = Arc::new(tokio::sync::Semaphore::new(0));
     let mut waiters = Vec::new();
     for (i, name) in ["client-B", "client-C", "client-D"].into_iter().enumerate() {
-        let lock = client(&node, name).await;
+        let lock = client_with(&node, name, watchdog).await;
         let order = Arc::clone(&order);
         let go = Arc::clone(&go);
         waiters.push(tokio::spawn(async move {

@@ -12,6 +12,7 @@ mod bounds;
 mod business_error;
 mod failover;
 mod fair;
+mod fair_failures;
 mod gc_pause;
 mod interleavings;
 mod killed_holder;

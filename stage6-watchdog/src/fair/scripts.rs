@@ -76,10 +76,15 @@ return 0
 /// found a busy client told "yours" after the short hand-over lease had
 /// already run out and another client was in).
 ///
-/// A free lock with a queue means a hand-over went unanswered: its lease
-/// ran out. The script hands the lock on, dropping heads whose deadline
-/// has passed; a head without one has not waited long enough to write one
-/// and gets its turn.
+/// Every look first drops the heads of the queue whose deadline has
+/// passed: waiters that stopped looking for a whole waiter timeout, dead
+/// or frozen, as Redisson's acquire drops them. The release, which runs at
+/// every hand-over, does not look (it stays six commands); the waiters'
+/// looks, every third of a waiter timeout, clear the line ahead of it. A
+/// head without a deadline has not waited long enough to write one and
+/// keeps its place. A free lock with a queue means a hand-over went
+/// unanswered (its lease ran out): the look hands the lock on to the head
+/// left, or takes it if that is us.
 ///
 /// `ARGV[1]` the lease in ms, `ARGV[2]` the owner, `ARGV[3]` the waiter
 /// timeout in ms, `ARGV[4]` the lock's channel, `ARGV[5]` the request.
@@ -91,31 +96,29 @@ if redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
 end
 local time = redis.call('time')
 local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
-if redis.call('exists', KEYS[1]) == 0 then
-  while true do
-    local head = redis.call('lpop', KEYS[2])
-    if not head then
-      break
-    end
-    local deadline = tonumber(redis.call('zscore', KEYS[3], head))
-    redis.call('zrem', KEYS[3], head)
-    if head == ARGV[5] then
-      break
-    end
-    if not deadline or deadline > now then
-      redis.call('hset', KEYS[1], string.match(head, '^(.*)#'), 1)
-      redis.call('pexpire', KEYS[1], ARGV[3])
-      redis.call('publish', ARGV[4] .. ':' .. string.match(head, '^([^:]+)'), head)
-      break
-    end
+local head = redis.call('lindex', KEYS[2], 0)
+while head and head ~= ARGV[5] do
+  local deadline = tonumber(redis.call('zscore', KEYS[3], head))
+  if not deadline or deadline > now then
+    break
   end
-  if redis.call('exists', KEYS[1]) == 0 then
+  redis.call('lpop', KEYS[2])
+  redis.call('zrem', KEYS[3], head)
+  head = redis.call('lindex', KEYS[2], 0)
+end
+if redis.call('exists', KEYS[1]) == 0 then
+  if not head or head == ARGV[5] then
     redis.call('lrem', KEYS[2], 0, ARGV[5])
     redis.call('zrem', KEYS[3], ARGV[5])
     redis.call('hset', KEYS[1], ARGV[2], 1)
     redis.call('pexpire', KEYS[1], ARGV[1])
     return 0
   end
+  redis.call('lpop', KEYS[2])
+  redis.call('zrem', KEYS[3], head)
+  redis.call('hset', KEYS[1], string.match(head, '^(.*)#'), 1)
+  redis.call('pexpire', KEYS[1], ARGV[3])
+  redis.call('publish', ARGV[4] .. ':' .. string.match(head, '^([^:]+)'), head)
 end
 if not redis.call('lpos', KEYS[2], ARGV[5]) then
   redis.call('rpush', KEYS[2], ARGV[5])
