@@ -4,6 +4,8 @@
 
 #![allow(dead_code)] // each test file uses its own part
 
+pub mod relay;
+
 use std::time::Duration;
 
 use harness::client::{Client, ClientFactory};
@@ -15,8 +17,11 @@ use harness::server::ensemble::Ensemble;
 use harness::server::zookeeper::ZkEnsemble;
 use harness::server::{Backend, Node};
 use harness::workload::{Database, Fencing};
-use lockcore::{ClientSetup, LockConfig};
-use tokio::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
+use lockcore::{ClientSetup, FaultPoints, LockConfig};
+use stage9::ZkLock;
+use tokio::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard, Semaphore, SemaphorePermit};
+use tokio::time::Instant;
+use zookeeper_client::Client as ZkClient;
 
 /// Sessions of two seconds: pings every ~670 ms, so a loaded machine does
 /// not expire a live session by accident, and a story still takes seconds.
@@ -34,9 +39,14 @@ pub fn patience() -> Duration {
 /// finishing within the two-second session, and client-A's session expired.
 static TURNS: RwLock<()> = RwLock::const_new(());
 
+/// How many stories run side by side: each world is three JVMs, and a
+/// dozen worlds starting at once on two cores starve the sessions of the
+/// ones already running.
+static SIDE_BY_SIDE: Semaphore = Semaphore::const_new(3);
+
 /// A story's turn, held until its world is gone.
 enum Turn {
-    Beside(RwLockReadGuard<'static, ()>),
+    Beside(RwLockReadGuard<'static, ()>, SemaphorePermit<'static>),
     Alone(RwLockWriteGuard<'static, ()>),
 }
 
@@ -55,7 +65,9 @@ impl World {
     /// Starts the ensemble and the database, with `stock` items, the
     /// resource checking tokens as `fencing` says.
     pub async fn start(stock: i64, fencing: Fencing) -> World {
-        Self::start_in(Turn::Beside(TURNS.read().await), stock, fencing).await
+        let beside = TURNS.read().await;
+        let room = SIDE_BY_SIDE.acquire().await.expect("never closed");
+        Self::start_in(Turn::Beside(beside, room), stock, fencing).await
     }
 
     /// [`World::start`], with no other story running meanwhile: for a story
@@ -137,6 +149,47 @@ impl World {
             .unwrap_or_else(|e| panic!("{name}: {e}"))
     }
 
+    /// A stage 9 lock of its own (its natural API, not the harness's
+    /// client), on the members `urls` name, with `faults` as its hooks.
+    pub async fn zk_lock_at(&self, name: &str, urls: Vec<String>, faults: FaultPoints) -> ZkLock {
+        let setup = ClientSetup {
+            urls,
+            name: name.to_owned(),
+            config: self.factory.config.clone(),
+            faults,
+            replies: None,
+        };
+        ZkLock::connect(setup)
+            .await
+            .unwrap_or_else(|e| panic!("{name}: {e}"))
+    }
+
+    /// A stage 9 lock on the ensemble itself, with no hooks.
+    pub async fn zk_lock(&self, name: &str) -> ZkLock {
+        self.zk_lock_at(name, self.ensemble.urls(), FaultPoints::none())
+            .await
+    }
+
+    /// Relays in front of the members, for faults to one client's link.
+    pub async fn relays(&self) -> relay::Relays {
+        relay::Relays::start(&self.ensemble.urls()).await
+    }
+
+    /// The lock's path in the ensemble: its queue lives under it.
+    pub fn lock_path(&self) -> String {
+        format!("{}/{}", stage9::ROOT, self.factory.config.key)
+    }
+
+    /// A plain ZooKeeper client of the ensemble, to look at the queue as an
+    /// operator would.
+    pub async fn observer(&self) -> ZkClient {
+        ZkClient::connector()
+            .with_session_timeout(SESSION * 5)
+            .connect(&self.ensemble.connect_string())
+            .await
+            .unwrap()
+    }
+
     /// A holder in a process of its own (this test binary again) that has
     /// taken the free lock.
     pub async fn holder_holding_the_lock(&self, name: &str) -> HolderProcess {
@@ -172,5 +225,27 @@ impl World {
         });
         println!("{}", outcome.timeline.render());
         outcome
+    }
+}
+
+/// Waits, on the ensemble's own watch, until the lock's queue (`path`'s
+/// children, sorted) satisfies `wanted`; panics after `within`, saying
+/// what the queue was.
+pub async fn queue_until(
+    observer: &ZkClient,
+    path: &str,
+    within: Duration,
+    wanted: impl Fn(&[String]) -> bool,
+) -> Vec<String> {
+    let deadline = Instant::now() + within;
+    loop {
+        let (mut queue, _, watch) = observer.get_and_watch_children(path).await.unwrap();
+        queue.sort_by_key(|node| node.rsplit_once("-lock-").map(|(_, n)| n.to_owned()));
+        if wanted(&queue) {
+            return queue;
+        }
+        if tokio::time::timeout_at(deadline, watch.changed()).await.is_err() {
+            panic!("the queue was still {queue:?} after {within:?}");
+        }
     }
 }
