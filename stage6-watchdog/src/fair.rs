@@ -53,23 +53,49 @@
 //!
 //! A queue has a failure the plain lock has not: the head may be dead. A
 //! waiter killed with `kill -9`, or frozen, is still in the list, and the
-//! release hands it the lock. So every hand-over gives a short lease, the
-//! **waiter timeout**: a sixth of the watchdog timeout, the ratio of
+//! release may hand it the lock. So every hand-over gives a short lease,
+//! the **waiter timeout**: a sixth of the watchdog timeout, the ratio of
 //! Redisson's defaults (its `threadWaitTime`, 5 s, against a 30 s
 //! watchdog). A live head's watchdog renews it in time (above); a dead or
 //! frozen head's lock expires, and the next waiter to look (every waiter
-//! looks at least every third of the waiter timeout) hands it on. Each dead
-//! or frozen waiter at the head costs the queue one waiter timeout, plus up
-//! to a third of it, and no more: the `dead-waiter` scenario measures it. A
-//! frozen waiter that thaws finds its message too old to trust, asks, and
-//! is told the lock is not its own.
-//!
-//! A waiter whose wait is dropped (its future cancelled) leaves the queue
-//! in the background, and gives back a lock handed to it meanwhile.
+//! looks at least every third of the waiter timeout) hands it on.
 //!
 //! A waiter that looks and is still not named renews its deadline in the
-//! sorted set, so waiters found past their deadline when a hand-over went
-//! unanswered are dropped rather than handed the lock in turn.
+//! sorted set; one that stops looking lets it pass. Every look first drops
+//! the heads of the line whose deadline has passed, as Redisson's acquire
+//! does (Redisson's release does it too; here the release is the script of
+//! every hand-over, and stays short). So a waiter gone for longer than a
+//! waiter timeout, with someone behind it looking, has left the line before
+//! the lock reaches it, and costs nothing. The one the release still meets
+//! died within about a waiter timeout before it, or before it ever looked
+//! (it has no deadline to judge it by): it costs the queue one waiter
+//! timeout, plus up to a third of it, and no more, which is what the
+//! `dead-waiter` scenario measures (its waiter dies a moment before the
+//! release). The price is paid by a live waiter that misses its looks for
+//! a whole waiter timeout (a stalled process): it is dropped too, and
+//! rejoins at the tail at its next look. A frozen waiter that thaws finds
+//! its message too old to trust, asks, and is told the lock is not its own.
+//!
+//! ## When a command fails
+//!
+//! A failed command leaves the client unsure of what the server did, and
+//! each path settles the doubt towards the lock going back to the line:
+//!
+//! - **A release that fails** (a timeout, a busy server) still stops the
+//!   owner's watchdog, as stage 6's and Redisson's unlocks do. Whether the
+//!   release ran is unknown; a watchdog left running would keep the lock
+//!   for the life of the process under a caller that believes it gave it
+//!   back, where a release that never ran costs one lease at most.
+//! - **A wait that fails** leaves the queue, and if the release had handed
+//!   it the lock meanwhile (the leave script answers so), gives the lock on
+//!   at once, to the next in line. The caller is told the wait failed and
+//!   will never unlock; kept, the lock would stand unowned for a whole
+//!   lease. A wait that is dropped (its future cancelled) does the same in
+//!   the background.
+//! - **A reentrant acquire** restarts the owner's watchdog if it had
+//!   stopped: one failed renewal stops it (and fires the lost signal), yet
+//!   the lock may still be ours, and the acquire has just given it a whole
+//!   lease that nothing else would renew.
 //!
 //! ## What it costs, what it buys
 //!
@@ -116,7 +142,8 @@ pub const DESCRIPTION: Description = Description {
     acquire_commands: "EVALSHA enqueue (RPUSH | HSET + PEXPIRE if free); SUBSCRIBE to the \
                        client's channel once; named by the release soon enough: nothing more; \
                        else (or every waiter timeout/3) EVALSHA refresh (HEXISTS: ours? then \
-                       PEXPIRE lease, else ZADD deadline); EVALSHA renew",
+                       PEXPIRE lease, else LPOP heads past their deadline, ZADD deadline); \
+                       EVALSHA renew",
     release_commands: "EVALSHA release (HDEL, LPOP head, HSET head, PEXPIRE waiter timeout, PUBLISH to it)",
     reentrant: true,
     nodes: 1,
@@ -248,9 +275,8 @@ impl FairLock {
                 ours?.then_some(asked)
             }
             // Failed: leave the queue, and give on at once a lock handed
-            // to us in the meantime. The caller is told the wait failed and
-            // will never unlock; kept, the lock would stand unowned for
-            // the whole lease that LEAVE gives it.
+            // to us in the meantime, which the caller, told of a failure,
+            // will never unlock.
             Err(e) => {
                 in_line.settled = self.give_up(&owner, &request).await.is_ok();
                 return Err(e);
@@ -429,12 +455,9 @@ impl FairLock {
                 count: 0,
                 watchdog: self.start_watchdog(owner.clone(), since),
             });
-            // A reentrant hold keeps the running watchdog, unless it has
-            // stopped: one renewal that failed (a timeout, a busy server)
-            // stops it and fires the lost signal, yet the lock may still
-            // be ours, and this acquire has just given it a whole lease
-            // that nothing would renew. A new watchdog, with a lost signal
-            // of its own, keeps it.
+            // A reentrant hold keeps the running watchdog, unless one
+            // failed renewal stopped it: this acquire has just given the
+            // lock a whole lease, which nothing else would renew.
             if hold.watchdog.task.is_finished() || hold.watchdog.lost.is_lost() {
                 hold.watchdog = self.start_watchdog(owner.clone(), since);
             }
@@ -522,12 +545,9 @@ impl FairLock {
             .release_script(owner)
             .invoke_async(&mut self.conn.clone())
             .await;
-        // Whatever the answer, this owner's watchdog stops, as stage 6's
-        // and Redisson's do: released or not ours, there is nothing to
-        // renew; an error leaves it unknown whether the release ran, and
-        // a watchdog left running would keep the lock for the life of the
-        // process under a caller that believes it gave it back. Left
-        // alone, a release that never ran costs one lease at most.
+        // Whatever the answer, an error included, this owner's watchdog
+        // stops: a release that never ran then costs one lease, not the
+        // life of the process.
         self.holds().remove(owner);
         match released? {
             Some(_) => Ok(Release::Deleted),
