@@ -112,7 +112,7 @@ use etcd_client::{
 };
 use lockcore::{
     Acquired, ClientSetup, ConnectFuture, Description, DistributedLock, FaultPoints, LockError,
-    LostSignal, Point, Release, StageEntry,
+    LostSignal, Point, Release, StageEntry, deadline_after,
 };
 use tokio::sync::{Mutex, watch};
 use tokio::task::JoinHandle;
@@ -226,7 +226,7 @@ impl EtcdLock {
     // ANCHOR: lock
     /// Takes the lock, waiting at most `wait` for the keys ahead of ours.
     pub async fn lock(&self, wait: Duration) -> Result<Option<Fenced>, LockError> {
-        let deadline = Instant::now() + wait;
+        let deadline = deadline_after(wait)?;
         let mut held = self.held.lock().await;
         // Reentrancy: we hold it already; count, and ask nobody.
         if let Some(ours) = held.as_mut() {

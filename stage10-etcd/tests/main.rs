@@ -9,6 +9,7 @@
 harness::holder_entry!(stage10::STAGE);
 
 mod common;
+mod deadline;
 mod ensemble;
 mod killed_holder;
 mod partition;

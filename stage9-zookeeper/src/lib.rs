@@ -106,7 +106,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use lockcore::{
     Acquired, ClientSetup, ConnectFuture, Description, DistributedLock, FaultPoints, LockError,
-    LostSignal, Point, Release, StageEntry,
+    LostSignal, Point, Release, StageEntry, deadline_after,
 };
 use tokio::sync::Mutex;
 use tokio::task::JoinHandle;
@@ -215,7 +215,7 @@ impl ZkLock {
     // ANCHOR: lock
     /// Takes the lock, waiting at most `wait` for the nodes ahead of ours.
     pub async fn lock(&self, wait: Duration) -> Result<Option<Fenced>, LockError> {
-        let deadline = Instant::now() + wait;
+        let deadline = deadline_after(wait)?;
         let mut held = self.held.lock().await;
         // Reentrancy: we hold it already; count, and ask nobody.
         if let Some(ours) = held.as_mut() {

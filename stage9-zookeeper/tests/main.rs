@@ -9,6 +9,7 @@
 harness::holder_entry!(stage9::STAGE);
 
 mod common;
+mod deadline;
 mod ensemble;
 mod killed_holder;
 mod paused_holder;
