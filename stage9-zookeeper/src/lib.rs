@@ -61,8 +61,15 @@
 //!
 //! Curator counts holds per thread, in the client: a thread that holds the
 //! mutex and asks again gets it at once, without a round trip, and the
-//! node is deleted only when the count comes back to zero. Here the count
-//! is per lock instance (one instance is one client, with one session).
+//! node is deleted only when the count comes back to zero. Another thread
+//! of the same client is another contender, with its own node in the queue.
+//!
+//! Async Rust has no such thread: a task hops between threads at every
+//! `.await`, and one thread runs many tasks. The unit that stays put for a
+//! whole critical section is the tokio **task** (stage 6 found the same),
+//! so holds are counted per task. Counting them per lock instance, as a
+//! first version did, let two tasks that share one `ZkLock` both in at
+//! once: the second "re-entered" the first one's hold (`tests/tasks.rs`).
 //!
 //! ## The fencing token: the node's `czxid`
 //!
@@ -101,6 +108,7 @@
 //! write is refused. The price: every acquire is a write agreed by a
 //! majority and fsynced to disk, milliseconds where Redis took microseconds.
 
+use std::sync::{Arc, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -142,8 +150,25 @@ pub struct Fenced {
     pub token: u64,
 }
 
-/// What we hold, and how many times (Curator's reentrancy count).
-struct Held {
+/// Who holds: the task that took the lock (a future driven outside any
+/// task, by `block_on`, never leaves its thread: then the thread).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Owner {
+    Task(tokio::task::Id),
+    Thread(std::thread::ThreadId),
+}
+
+fn current_task() -> Owner {
+    match tokio::task::try_id() {
+        Some(id) => Owner::Task(id),
+        None => Owner::Thread(std::thread::current().id()),
+    }
+}
+
+/// One task's hold: its node, and how many times (Curator's reentrancy
+/// count).
+struct Hold {
+    owner: Owner,
     fenced: Fenced,
     count: u32,
     lost: LostSignal,
@@ -152,6 +177,12 @@ struct Held {
 }
 
 /// A ZooKeeper mutex on one lock path, for one client (one session).
+///
+/// Share it between tasks (behind an `Arc`): holds belong to the task that
+/// took them, as Curator's belong to a thread. The holding task re-enters;
+/// any other task is one more contender, with a node of its own in the
+/// queue. `unlock` names the hold by its node, so a hold may be given back
+/// from any task.
 pub struct ZkLock {
     connect_string: String,
     session_timeout: Duration,
@@ -160,7 +191,7 @@ pub struct ZkLock {
     /// The session; a new one is opened after the old one expired, as
     /// Curator does.
     client: Mutex<Option<Client>>,
-    held: Mutex<Option<Held>>,
+    holds: Arc<std::sync::Mutex<Vec<Hold>>>,
 }
 
 impl ZkLock {
@@ -175,7 +206,7 @@ impl ZkLock {
             path: format!("{ROOT}/{}", setup.config.key),
             faults: setup.faults,
             client: Mutex::new(None),
-            held: Mutex::new(None),
+            holds: Arc::default(),
         };
         lock.session().await?;
         Ok(lock)
@@ -212,15 +243,25 @@ impl ZkLock {
         self.lock(Duration::ZERO).await
     }
 
+    fn holds(&self) -> MutexGuard<'_, Vec<Hold>> {
+        self.holds.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
     // ANCHOR: lock
-    /// Takes the lock, waiting at most `wait` for the nodes ahead of ours.
+    /// Takes the lock for the current task, waiting at most `wait` for the
+    /// nodes ahead of ours.
     pub async fn lock(&self, wait: Duration) -> Result<Option<Fenced>, LockError> {
+        Ok(self.take(wait).await?.map(|(fenced, _)| fenced))
+    }
+
+    /// [`ZkLock::lock`], with the signal that fires when the lock is lost.
+    async fn take(&self, wait: Duration) -> Result<Option<(Fenced, LostSignal)>, LockError> {
         let deadline = deadline_after(wait)?;
-        let mut held = self.held.lock().await;
-        // Reentrancy: we hold it already; count, and ask nobody.
-        if let Some(ours) = held.as_mut() {
+        let me = current_task();
+        // Reentrancy: this task holds it already; count, and ask nobody.
+        if let Some(ours) = self.holds().iter_mut().find(|h| h.owner == me) {
             ours.count += 1;
-            return Ok(Some(ours.fenced.clone()));
+            return Ok(Some((ours.fenced.clone(), ours.lost.clone())));
         }
         let client = self.session().await?;
         let ours = self.join_queue(&client).await?;
@@ -248,13 +289,14 @@ impl ZkLock {
             while !states.changed().await.is_terminated() {}
             let _ = fire.send(true);
         });
-        *held = Some(Held {
+        self.holds().push(Hold {
+            owner: me,
             fenced: ours.clone(),
             count: 1,
-            lost,
+            lost: lost.clone(),
             watching,
         });
-        Ok(Some(ours))
+        Ok(Some((ours, lost)))
     }
     // ANCHOR_END: lock
 
@@ -353,17 +395,17 @@ impl ZkLock {
     // ANCHOR: unlock
     /// Gives back one hold; deletes our node when the last one goes.
     pub async fn unlock(&self, fenced: &Fenced) -> Result<Release, LockError> {
-        let mut held = self.held.lock().await;
-        let Some(ours) = held.as_mut().filter(|h| h.fenced.node == fenced.node) else {
-            // Curator: IllegalMonitorStateException("You do not own the lock").
-            return Err(LockError::NotOwner);
-        };
-        if ours.count > 1 {
-            ours.count -= 1;
-            return Ok(Release::StillHeld(ours.count));
-        }
-        if let Some(done) = held.take() {
-            done.watching.abort();
+        {
+            let mut holds = self.holds();
+            let Some(at) = holds.iter().position(|h| h.fenced.node == fenced.node) else {
+                // Curator: IllegalMonitorStateException("You do not own the lock").
+                return Err(LockError::NotOwner);
+            };
+            if holds[at].count > 1 {
+                holds[at].count -= 1;
+                return Ok(Release::StillHeld(holds[at].count));
+            }
+            holds.remove(at).watching.abort();
         }
         let client = self.client.lock().await.clone();
         let Some(client) = client else {
@@ -449,13 +491,12 @@ impl DistributedLock for ZkLock {
     }
 
     async fn acquire(&self, wait: Duration) -> Result<Option<Acquired>, LockError> {
-        let Some(fenced) = self.lock(wait).await? else {
+        let Some((fenced, lost)) = self.take(wait).await? else {
             return Ok(None);
         };
-        let lost = self.held.lock().await.as_ref().map(|h| h.lost.clone());
         let mut held = Acquired::with_value(fenced.node);
         held.fencing_token = Some(fenced.token);
-        held.lost = lost;
+        held.lost = Some(lost);
         Ok(Some(held))
     }
 

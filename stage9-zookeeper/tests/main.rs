@@ -14,3 +14,4 @@ mod ensemble;
 mod killed_holder;
 mod paused_holder;
 mod recipe;
+mod tasks;
