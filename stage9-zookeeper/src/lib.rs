@@ -264,22 +264,28 @@ impl ZkLock {
             return Ok(Some((ours.fenced.clone(), ours.lost.clone())));
         }
         let client = self.session().await?;
-        let ours = self.join_queue(&client).await?;
+        let id = Uuid::new_v4().simple().to_string();
+        // From here until the lock is ours, a dropped future leaves the queue.
+        let mut queued = Queued::new(&client, &self.path, &id);
+        let ours = self.join_queue(&client, &id).await?;
+        queued.node = Some(ours.node.clone());
         match self.wait_until_first(&client, &ours.node, deadline).await {
             Ok(true) => {}
             outcome => {
                 // Gave up, or failed: leave the queue, or our node would
                 // block everyone behind it until our session ends.
-                let _ = client.delete(&ours.node, None).await;
+                queued.leave().await;
                 return outcome.map(|_| None);
             }
         }
         if let Err(crash) = self.faults.reached(Point::AfterAcquire).await {
             // Dead here: the session is abandoned, the node stays until
             // the session expires.
+            queued.stay();
             self.client.lock().await.take();
             return Err(crash);
         }
+        queued.stay();
         let (fire, lost) = LostSignal::new();
         let mut states = client.state_watcher();
         let watching = tokio::spawn(async move {
@@ -301,9 +307,9 @@ impl ZkLock {
     // ANCHOR_END: lock
 
     // ANCHOR: join_queue
-    /// Creates our ephemeral sequential node; its `czxid` is our token.
-    async fn join_queue(&self, client: &Client) -> Result<Fenced, LockError> {
-        let id = Uuid::new_v4().simple().to_string();
+    /// Creates our ephemeral sequential node, named with our `id`; its
+    /// `czxid` is our token.
+    async fn join_queue(&self, client: &Client, id: &str) -> Result<Fenced, LockError> {
         let prefix = format!("{}/_c_{id}-lock-", self.path);
         let ephemeral = CreateMode::EphemeralSequential.with_acls(Acls::anyone_all());
         loop {
@@ -322,7 +328,7 @@ impl ZkLock {
                 // Curator's protection: the create may have landed before
                 // the connection dropped. Our uuid finds it.
                 Err(ZkError::ConnectionLoss) => {
-                    if let Some(node) = self.find_ours(client, &id).await? {
+                    if let Some(node) = self.find_ours(client, id).await? {
                         return Ok(node);
                     }
                 }
@@ -427,6 +433,113 @@ impl ZkLock {
             .await
             .as_ref()
             .is_none_or(|c| c.state() != SessionState::SyncConnected)
+    }
+}
+
+// ANCHOR: queued
+/// Our node while it waits in the queue. Dropped before the lock is ours
+/// (the `lock()` future dropped by a timeout or a `select!`, or an error on
+/// the way), it takes the node out of the queue in the background, as
+/// Curator deletes its node on any exception or interrupt. Left behind,
+/// the node would live as long as the session: every later waiter, this
+/// client's next `lock()` included, would queue behind a waiter that is
+/// gone.
+struct Queued {
+    client: Client,
+    path: String,
+    /// The uuid in the node's name: it finds the node when the future was
+    /// dropped before the create's answer came back.
+    id: String,
+    node: Option<String>,
+    armed: bool,
+}
+
+impl Queued {
+    fn new(client: &Client, path: &str, id: &str) -> Self {
+        Self {
+            client: client.clone(),
+            path: path.to_owned(),
+            id: id.to_owned(),
+            node: None,
+            armed: true,
+        }
+    }
+
+    /// The node stays: it holds the lock (or a dead client leaves it to
+    /// its session's end, sending nothing more).
+    fn stay(mut self) {
+        self.armed = false;
+    }
+
+    /// Leaves the queue now, and waits until the node is gone.
+    async fn leave(mut self) {
+        if let Some(leaving) = self.leave_in_background() {
+            let _ = leaving.await;
+        }
+    }
+
+    /// A task of its own, so that the leaving goes on when the future that
+    /// started it is dropped.
+    fn leave_in_background(&mut self) -> Option<JoinHandle<()>> {
+        if !std::mem::take(&mut self.armed) {
+            return None;
+        }
+        // Outside a runtime (the process is ending), the session's end
+        // takes the node.
+        let runtime = tokio::runtime::Handle::try_current().ok()?;
+        let (client, path, id) = (self.client.clone(), self.path.clone(), self.id.clone());
+        let node = self.node.take();
+        Some(runtime.spawn(async move {
+            let node = match node {
+                Some(node) => Some(node),
+                None => node_named(&client, &path, &id).await,
+            };
+            if let Some(node) = node {
+                let _ = delete_until_gone(&client, &node).await;
+            }
+        }))
+    }
+}
+
+impl Drop for Queued {
+    fn drop(&mut self) {
+        self.leave_in_background();
+    }
+}
+// ANCHOR_END: queued
+
+/// How long to wait before asking again after a lost connection (the
+/// request itself waits for the client to reconnect).
+const RETRY_PAUSE: Duration = Duration::from_millis(20);
+
+/// Deletes `node`, again and again across lost connections, until it is
+/// gone: deleted by us, or with our session (the ensemble deletes a
+/// session's ephemeral nodes when it ends).
+async fn delete_until_gone(client: &Client, node: &str) -> Result<Release, ZkError> {
+    loop {
+        match client.delete(node, None).await {
+            Ok(()) => return Ok(Release::Deleted),
+            Err(ZkError::NoNode) => return Ok(Release::NothingDeleted),
+            Err(_) if client.state().is_terminated() => return Ok(Release::NothingDeleted),
+            Err(ZkError::ConnectionLoss) => tokio::time::sleep(RETRY_PAUSE).await,
+            Err(refused) => return Err(refused),
+        }
+    }
+}
+
+/// Our node under `path`, found by the uuid in its name.
+async fn node_named(client: &Client, path: &str, id: &str) -> Option<String> {
+    loop {
+        match client.list_children(path).await {
+            Ok(children) => {
+                let name = children.into_iter().find(|c| c.contains(id))?;
+                return Some(format!("{path}/{name}"));
+            }
+            Err(ZkError::ConnectionLoss) if !client.state().is_terminated() => {
+                tokio::time::sleep(RETRY_PAUSE).await;
+            }
+            Err(_) => return None,
+        }
     }
 }
 

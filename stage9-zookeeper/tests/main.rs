@@ -8,6 +8,7 @@
 // The kill tests start this binary again as a holder process.
 harness::holder_entry!(stage9::STAGE);
 
+mod cancelled_wait;
 mod common;
 mod deadline;
 mod ensemble;
