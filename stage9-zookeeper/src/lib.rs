@@ -116,7 +116,7 @@ use lockcore::{
     Acquired, ClientSetup, ConnectFuture, Description, DistributedLock, FaultPoints, LockError,
     LostSignal, Point, Release, StageEntry, deadline_after,
 };
-use tokio::sync::Mutex;
+use tokio::sync::{Mutex, watch};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use uuid::Uuid;
@@ -174,7 +174,15 @@ struct Hold {
     lost: LostSignal,
     /// Watches the session and fires `lost` when it expires.
     watching: JoinHandle<()>,
+    /// The session the node belongs to.
+    client: Client,
+    /// The last release's delete, once sent: what it came to, when known.
+    releasing: Option<watch::Receiver<Option<Released>>>,
 }
+
+/// What a release's delete came to (an error as its message: the hold is
+/// still ours then, and `unlock` may try again).
+type Released = Result<Release, String>;
 
 /// A ZooKeeper mutex on one lock path, for one client (one session).
 ///
@@ -301,6 +309,8 @@ impl ZkLock {
             count: 1,
             lost: lost.clone(),
             watching,
+            client,
+            releasing: None,
         });
         Ok(Some((ours, lost)))
     }
@@ -399,29 +409,39 @@ impl ZkLock {
     // ANCHOR_END: wait_until_first
 
     // ANCHOR: unlock
-    /// Gives back one hold; deletes our node when the last one goes.
+    /// Gives back one hold; deletes our node when the last one goes. The
+    /// hold stays ours until the node is gone: a lost connection does not
+    /// end the release (the delete is sent again), and a delete the
+    /// ensemble refuses leaves the hold for `unlock` to try again.
     pub async fn unlock(&self, fenced: &Fenced) -> Result<Release, LockError> {
-        {
+        let mut released = {
             let mut holds = self.holds();
-            let Some(at) = holds.iter().position(|h| h.fenced.node == fenced.node) else {
+            let Some(ours) = holds.iter_mut().find(|h| h.fenced.node == fenced.node) else {
                 // Curator: IllegalMonitorStateException("You do not own the lock").
                 return Err(LockError::NotOwner);
             };
-            if holds[at].count > 1 {
-                holds[at].count -= 1;
-                return Ok(Release::StillHeld(holds[at].count));
+            match &ours.releasing {
+                // An earlier unlock sent the delete and stopped waiting
+                // (its future was dropped): wait for the same delete.
+                Some(releasing) => releasing.clone(),
+                None if ours.count > 1 => {
+                    ours.count -= 1;
+                    return Ok(Release::StillHeld(ours.count));
+                }
+                None => {
+                    let (tell, released) = watch::channel(None);
+                    ours.releasing = Some(released.clone());
+                    let (client, node) = (ours.client.clone(), ours.fenced.node.clone());
+                    tokio::spawn(release(Arc::clone(&self.holds), client, node, tell));
+                    released
+                }
             }
-            holds.remove(at).watching.abort();
-        }
-        let client = self.client.lock().await.clone();
-        let Some(client) = client else {
-            return Ok(Release::NothingDeleted);
         };
-        match client.delete(&fenced.node, None).await {
-            Ok(()) => Ok(Release::Deleted),
-            // The session expired and took the node with it.
-            Err(ZkError::NoNode | ZkError::SessionExpired) => Ok(Release::NothingDeleted),
-            Err(other) => Err(zk(other)),
+        let outcome = released.wait_for(Option::is_some).await.map(|o| o.clone());
+        match outcome {
+            Ok(Some(Ok(release))) => Ok(release),
+            Ok(Some(Err(refused))) => Err(LockError::ZooKeeper(refused)),
+            _ => Err(LockError::ZooKeeper("the release was cut short".into())),
         }
     }
     // ANCHOR_END: unlock
@@ -526,6 +546,34 @@ async fn delete_until_gone(client: &Client, node: &str) -> Result<Release, ZkErr
         }
     }
 }
+
+// ANCHOR: release
+/// Curator's guaranteed delete: our node is deleted in a task of its own,
+/// sent again after every lost connection until it lands or the session
+/// ends (and takes the node with it), however the `unlock` that started it
+/// fares. A delete that failed and was let go would leave the node, and
+/// everyone locked out, for as long as the session lives. Only then is the
+/// hold given up; a delete the ensemble refuses leaves it.
+async fn release(
+    holds: Arc<std::sync::Mutex<Vec<Hold>>>,
+    client: Client,
+    node: String,
+    tell: watch::Sender<Option<Released>>,
+) {
+    let outcome = delete_until_gone(&client, &node).await;
+    {
+        let mut holds = holds.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(at) = holds.iter().position(|h| h.fenced.node == node) {
+            if outcome.is_ok() {
+                holds.remove(at).watching.abort();
+            } else {
+                holds[at].releasing = None;
+            }
+        }
+    }
+    tell.send_replace(Some(outcome.map_err(|refused| refused.to_string())));
+}
+// ANCHOR_END: release
 
 /// Our node under `path`, found by the uuid in its name.
 async fn node_named(client: &Client, path: &str, id: &str) -> Option<String> {
