@@ -262,7 +262,7 @@ async fn a_release_that_fails_stops_the_renewals_and_the_lock_expires() {
         .unwrap()
         .expect("a free lock");
 
-    // Right after a renewal, two thirds of a second before the next one,
+    // Right after a renewal, a second before the next one,
     // the release meets a busy server and fails: it never ran.
     assert!(renewals.reach(1, lease).await, "the watchdog never renewed");
     let busy = Busy::start(&node).await;

@@ -44,6 +44,11 @@ return 1
 /// cost the queue no more. A live head's watchdog renews it in time.
 /// nil when the caller held nothing; 0 otherwise.
 ///
+/// It does not read the head's deadline, as Redisson's release does: the
+/// waiters' looks drop the heads gone past theirs ([`REFRESH_SCRIPT`]),
+/// and the script of every hand-over stays at six commands, the `EVALSHA`
+/// included.
+///
 /// `ARGV[1]` the owner, `ARGV[2]` the waiter timeout in ms, `ARGV[3]` the
 /// lock's channel (the head's client UUID is appended).
 pub const RELEASE_SCRIPT: &str = r"
