@@ -267,11 +267,27 @@ impl ZkLock {
         let deadline = deadline_after(wait)?;
         let me = current_task();
         // Reentrancy: this task holds it already; count, and ask nobody.
-        if let Some(ours) = self.holds().iter_mut().find(|h| h.owner == me) {
+        if let Some(ours) = self
+            .holds()
+            .iter_mut()
+            .find(|h| h.owner == me && h.releasing.is_none())
+        {
+            if ours.lost.is_lost() || ours.client.state().is_terminated() {
+                // Counting would hand out a node and a token that went
+                // with the session, to a caller who would go on as holder.
+                return Err(LockError::ZooKeeper(format!(
+                    "the lock ({}) was lost with its session; unlock it before locking again",
+                    ours.fenced.node
+                )));
+            }
             ours.count += 1;
             return Ok(Some((ours.fenced.clone(), ours.lost.clone())));
         }
         let client = self.session().await?;
+        // The session is watched from before we look at the queue, so that
+        // its end is seen whenever it comes, even between the look that
+        // finds our node first and the moment the lock is handed out.
+        let mut states = client.state_watcher();
         let id = Uuid::new_v4().simple().to_string();
         // From here until the lock is ours, a dropped future leaves the queue.
         let mut queued = Queued::new(&client, &self.path, &id);
@@ -293,14 +309,23 @@ impl ZkLock {
             self.client.lock().await.take();
             return Err(crash);
         }
+        if states.peek_state().is_terminated() {
+            // Our node went with the session: there is no lock to hand out.
+            return Err(LockError::ZooKeeper(format!(
+                "{} went with the session, which ended before the lock was handed out",
+                ours.node
+            )));
+        }
         queued.stay();
         let (fire, lost) = LostSignal::new();
-        let mut states = client.state_watcher();
         let watching = tokio::spawn(async move {
             // Curator's default: the lock is lost when the session is
             // (LOST), not at a mere disconnection (SUSPENDED), which the
             // session may survive by reconnecting to another member.
-            while !states.changed().await.is_terminated() {}
+            let mut state = states.peek_state();
+            while !state.is_terminated() {
+                state = states.changed().await;
+            }
             let _ = fire.send(true);
         });
         self.holds().push(Hold {

@@ -13,7 +13,10 @@ use lockcore::Release;
 #[tokio::test(flavor = "multi_thread")]
 async fn a_lock_call_dropped_while_waiting_takes_its_node_out_of_the_queue() {
     let world = World::start(0, Fencing::default()).await;
-    let (a, b) = (world.zk_lock("client-A").await, world.zk_lock("client-B").await);
+    let (a, b) = (
+        world.zk_lock("client-A").await,
+        world.zk_lock("client-B").await,
+    );
     let observer = world.observer().await;
     let path = world.lock_path();
     let held = a.lock(patience()).await.unwrap().expect("a free lock");

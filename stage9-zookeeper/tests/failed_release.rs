@@ -29,7 +29,9 @@ async fn a_delete_lost_with_its_connection_is_sent_again_until_the_node_is_gone(
     let broken = relays.break_on(DELETE);
     world.narrate("client-A releases; its connection breaks with the delete on it");
     let released = a.unlock(&held).await;
-    broken.await.expect("the relay should have broken the delete's connection");
+    broken
+        .await
+        .expect("the relay should have broken the delete's connection");
     assert!(
         matches!(released, Ok(Release::Deleted)),
         "the release should send its delete again once reconnected: {released:?}"
@@ -63,7 +65,11 @@ async fn a_delete_the_ensemble_refuses_leaves_the_hold_so_unlock_can_be_tried_ag
         "the ensemble refused the delete: {refused:?}"
     );
     let queue = queue_until(&operator, &path, patience(), |q| q.len() == 1).await;
-    assert_eq!(format!("{path}/{}", queue[0]), held.node, "the node is still there");
+    assert_eq!(
+        format!("{path}/{}", queue[0]),
+        held.node,
+        "the node is still there"
+    );
 
     operator
         .set_acl(&path, &anyone(Permission::ALL), None)

@@ -16,4 +16,5 @@ mod failed_release;
 mod killed_holder;
 mod paused_holder;
 mod recipe;
+mod session_lost;
 mod tasks;

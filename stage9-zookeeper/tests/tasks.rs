@@ -24,7 +24,11 @@ async fn two_tasks_sharing_one_lock_are_two_contenders() {
         tokio::spawn(async move {
             let held = lock.lock(patience()).await.unwrap().expect("a free lock");
             // The same task asks again: it re-enters, as Curator's thread does.
-            let again = lock.try_lock().await.unwrap().expect("the holder re-enters");
+            let again = lock
+                .try_lock()
+                .await
+                .unwrap()
+                .expect("the holder re-enters");
             assert_eq!(again, held, "the same node, the same token");
             assert_eq!(lock.unlock(&again).await.unwrap(), Release::StillHeld(1));
             held
@@ -34,7 +38,9 @@ async fn two_tasks_sharing_one_lock_are_two_contenders() {
     };
 
     let other = Arc::clone(&lock);
-    let shared = tokio::spawn(async move { other.try_lock().await }).await.unwrap();
+    let shared = tokio::spawn(async move { other.try_lock().await })
+        .await
+        .unwrap();
     assert!(
         matches!(shared, Ok(None)),
         "another task of the same client must not share the first task's hold: {shared:?}"

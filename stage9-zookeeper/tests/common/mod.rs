@@ -244,7 +244,10 @@ pub async fn queue_until(
         if wanted(&queue) {
             return queue;
         }
-        if tokio::time::timeout_at(deadline, watch.changed()).await.is_err() {
+        if tokio::time::timeout_at(deadline, watch.changed())
+            .await
+            .is_err()
+        {
             panic!("the queue was still {queue:?} after {within:?}");
         }
     }

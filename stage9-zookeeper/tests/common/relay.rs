@@ -14,9 +14,10 @@
 //!   relay again), its session intact.
 //! - [`Relays::end_session`]: the relay saw the session id and password the
 //!   ensemble handed the client, and closes that session with them from a
-//!   connection of its own, the way Curator's test tools expire a session.
-//!   The ensemble deletes the session's ephemeral nodes at once; when the
-//!   client reconnects, it is told that its session is gone.
+//!   connection of its own, the way Curator's test tools expire a session
+//!   (the client kept out meanwhile). The ensemble deletes the session's
+//!   ephemeral nodes at once; when the client reconnects, it is told that
+//!   its session is gone.
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -42,6 +43,10 @@ struct Credentials {
 }
 
 struct Shared {
+    /// New connections are closed at once while this is set.
+    refusing: AtomicBool,
+    /// Bumped to close every open connection.
+    cut: watch::Sender<u32>,
     /// Breaks the connection carrying the next request of this type.
     trap: Mutex<Option<(i32, oneshot::Sender<()>)>>,
     /// The last live session the ensemble handed a client.
@@ -98,6 +103,8 @@ impl Relays {
     /// names them).
     pub async fn start(members: &[String]) -> Relays {
         let shared = Arc::new(Shared {
+            refusing: AtomicBool::new(false),
+            cut: watch::channel(0).0,
             trap: Mutex::new(None),
             session: watch::channel(None).0,
             told_gone: watch::channel(0).0,
@@ -116,6 +123,9 @@ impl Relays {
                 let mut connections = Vec::new();
                 while let Ok((client, _)) = listener.accept().await {
                     connections.retain(|c: &AbortOnDrop| !c.0.is_finished());
+                    if shared.refusing.load(Ordering::SeqCst) {
+                        continue; // dropped: closed at once
+                    }
                     let shared = Arc::clone(&shared);
                     connections.push(AbortOnDrop(tokio::spawn(relay(client, member, shared))));
                 }
@@ -155,7 +165,8 @@ impl Relays {
 
     /// Closes the session the ensemble last handed a client through the
     /// relays, with its own id and password, from a connection of the
-    /// relay's own. Panics if the ensemble says it was not alive.
+    /// relay's own. Panics if the ensemble says it was not alive, or
+    /// refuses to close it.
     pub async fn end_session(&self) {
         let session = self
             .shared
@@ -163,27 +174,50 @@ impl Relays {
             .borrow()
             .clone()
             .expect("no session went through the relays");
-        let mut member = TcpStream::connect(self.members[0]).await.unwrap();
-        let mut hello = Vec::new();
-        hello.extend(0i32.to_be_bytes()); // protocol version
-        hello.extend(0i64.to_be_bytes()); // last zxid seen
-        hello.extend(session.timeout_ms.to_be_bytes());
-        hello.extend(session.id.to_be_bytes());
-        hello.extend(i32::try_from(session.password.len()).unwrap().to_be_bytes());
-        hello.extend(&session.password);
-        hello.push(0); // not read-only
-        send(&mut member, &hello).await;
-        let answer = receive(&mut member).await;
-        let id = i64::from_be_bytes(answer[8..16].try_into().unwrap());
-        assert_eq!(id, session.id, "the session should still be alive");
-        let mut close = Vec::new();
-        close.extend(1i32.to_be_bytes()); // xid
-        close.extend(CLOSE_SESSION.to_be_bytes());
-        send(&mut member, &close).await;
-        let reply = receive(&mut member).await;
-        // Reply header: xid, zxid, error code.
-        let error = i32::from_be_bytes(reply[12..16].try_into().unwrap());
-        assert_eq!(error, 0, "the ensemble refused to close the session");
+        // The client is kept out meanwhile: reconnecting, it would take its
+        // session back from the connection that is closing it.
+        self.shared.refusing.store(true, Ordering::SeqCst);
+        self.shared.cut.send_modify(|n| *n += 1);
+        let mut alive_at_first = None;
+        loop {
+            let mut member = TcpStream::connect(self.members[0]).await.unwrap();
+            let mut hello = Vec::new();
+            hello.extend(0i32.to_be_bytes()); // protocol version
+            hello.extend(0i64.to_be_bytes()); // last zxid seen
+            hello.extend(session.timeout_ms.to_be_bytes());
+            hello.extend(session.id.to_be_bytes());
+            hello.extend(i32::try_from(session.password.len()).unwrap().to_be_bytes());
+            hello.extend(&session.password);
+            hello.push(0); // not read-only
+            send(&mut member, &hello).await;
+            let answer = receive(&mut member)
+                .await
+                .expect("the member hung up on the handshake");
+            // Our session's id: it is alive; 0: it is gone.
+            let alive = i64::from_be_bytes(answer[8..16].try_into().unwrap()) == session.id;
+            alive_at_first.get_or_insert(alive);
+            if !alive {
+                break;
+            }
+            let mut close = Vec::new();
+            close.extend(1i32.to_be_bytes()); // xid
+            close.extend(CLOSE_SESSION.to_be_bytes());
+            send(&mut member, &close).await;
+            // The answer, or the member hanging up (it closes a closed
+            // session's connections as it applies the close, at times before
+            // the answer goes out): the next handshake tells which.
+            if let Ok(reply) = receive(&mut member).await {
+                // Reply header: xid, zxid, error code.
+                let error = i32::from_be_bytes(reply[12..16].try_into().unwrap());
+                assert_eq!(error, 0, "the ensemble refused to close the session");
+            }
+        }
+        assert_eq!(
+            alive_at_first,
+            Some(true),
+            "the session should have been alive"
+        );
+        self.shared.refusing.store(false, Ordering::SeqCst);
     }
 }
 
@@ -207,6 +241,7 @@ impl Drop for AbortOnDrop {
 /// Passes one client connection to `member` and back, packet by packet
 /// towards the member (so a trapped request can be held back whole).
 async fn relay(client: TcpStream, member: SocketAddr, shared: Arc<Shared>) {
+    let mut cut = shared.cut.subscribe();
     let Ok(server) = TcpStream::connect(member).await else {
         return;
     };
@@ -223,8 +258,7 @@ async fn relay(client: TcpStream, member: SocketAddr, shared: Arc<Shared>) {
             pending.extend_from_slice(&buf[..n]);
             while let Some(frame) = take_frame(&mut pending) {
                 // Every packet after the handshake: length, xid, type.
-                if !first && shared.springs(i32::from_be_bytes(frame[8..12].try_into().unwrap()))
-                {
+                if !first && shared.springs(i32::from_be_bytes(frame[8..12].try_into().unwrap())) {
                     return; // the link breaks with the request on it
                 }
                 first = false;
@@ -266,6 +300,7 @@ async fn relay(client: TcpStream, member: SocketAddr, shared: Arc<Shared>) {
     tokio::select! {
         () = requests => {}
         () = replies => {}
+        _ = cut.changed() => return,
     }
     if gone.load(Ordering::SeqCst) {
         // Told, and it hung up: the client has taken it in.
@@ -285,10 +320,10 @@ async fn send(stream: &mut TcpStream, body: &[u8]) {
     stream.write_all(body).await.unwrap();
 }
 
-async fn receive(stream: &mut TcpStream) -> Vec<u8> {
+async fn receive(stream: &mut TcpStream) -> std::io::Result<Vec<u8>> {
     let mut len = [0u8; 4];
-    stream.read_exact(&mut len).await.unwrap();
+    stream.read_exact(&mut len).await?;
     let mut body = vec![0u8; usize::try_from(i32::from_be_bytes(len)).unwrap()];
-    stream.read_exact(&mut body).await.unwrap();
-    body
+    stream.read_exact(&mut body).await?;
+    Ok(body)
 }
