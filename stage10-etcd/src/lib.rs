@@ -58,14 +58,25 @@
 //! longer than an election takes, with room to spare: etcd's default
 //! election timeout is 1 s, and production leases are tens of seconds.
 //!
-//! ## Reentrancy
+//! ## Reentrancy, and whose hold it is
 //!
 //! The key is named after the lease, so a second `Lock` from the same
 //! session finds its own key already there (the transaction's else branch)
 //! and holds at once. Go's mutex keeps no count: one `Unlock` frees it, and
 //! an outer section would go on unprotected after an inner one released.
-//! Here holds are counted per lock instance, as Curator and Redisson count
-//! them, and the key is deleted when the count comes back to zero.
+//! Here holds are counted, as Curator and Redisson count them, and the key
+//! is deleted when the count comes back to zero.
+//!
+//! Counted for whom? Curator counts per thread. An async task hops between
+//! threads, so the unit that stays put for a whole critical section is the
+//! tokio **task** (as in stage 6 and stage 9): the task that holds
+//! re-enters, and another task sharing the same `EtcdLock` is a contender
+//! of its own. It cannot have a key of its own (the key is the lease's), so
+//! the client's tasks take turns for its one place in the queue, in the
+//! client, before they ask the cluster. Counting per lock instance, as a
+//! first version did, let two tasks sharing one `EtcdLock` both in at once
+//! (`tests/tasks.rs`), which is what Go's else branch does to two mutexes
+//! on one session.
 //!
 //! ## The fencing token: the key's create revision
 //!
@@ -114,7 +125,7 @@ use lockcore::{
     Acquired, ClientSetup, ConnectFuture, Description, DistributedLock, FaultPoints, LockError,
     LostSignal, Point, Release, StageEntry, deadline_after,
 };
-use tokio::sync::{Mutex, watch};
+use tokio::sync::{Mutex, OwnedSemaphorePermit, Semaphore, watch};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
@@ -156,14 +167,37 @@ struct Session {
     keeping: JoinHandle<()>,
 }
 
-/// What we hold, and how many times.
+/// Who holds: the task that took the lock (a future driven outside any
+/// task, by `block_on`, never leaves its thread: then the thread).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Owner {
+    Task(tokio::task::Id),
+    Thread(std::thread::ThreadId),
+}
+
+fn current_task() -> Owner {
+    match tokio::task::try_id() {
+        Some(id) => Owner::Task(id),
+        None => Owner::Thread(std::thread::current().id()),
+    }
+}
+
+/// What we hold, which task holds it, and how many times.
 struct Held {
+    owner: Owner,
     fenced: Fenced,
     count: u32,
     lost: LostSignal,
+    /// This client's turn, kept while it holds: its other tasks wait.
+    _turn: Option<OwnedSemaphorePermit>,
 }
 
 /// An etcd mutex on one lock prefix, for one client (one lease at a time).
+///
+/// Share it between tasks (behind an `Arc`): the lock is held by the task
+/// that took it. That task re-enters; any other task waits for its turn,
+/// as a contender of its own. `unlock` names the hold by its key, so a hold
+/// may be given back from any task.
 pub struct EtcdLock {
     members: Members,
     prefix: String,
@@ -171,6 +205,9 @@ pub struct EtcdLock {
     faults: FaultPoints,
     /// The lease; a new one is granted after the old one expired.
     session: Mutex<Option<Session>>,
+    /// One permit: the key is named after the lease, so this client has one
+    /// place in the cluster's queue, and its tasks take turns for it.
+    turn: Arc<Semaphore>,
     held: Mutex<Option<Held>>,
 }
 
@@ -188,6 +225,7 @@ impl EtcdLock {
             ttl,
             faults: setup.faults,
             session: Mutex::new(None),
+            turn: Arc::new(Semaphore::new(1)),
             held: Mutex::new(None),
         })
     }
@@ -224,29 +262,39 @@ impl EtcdLock {
     }
 
     // ANCHOR: lock
-    /// Takes the lock, waiting at most `wait` for the keys ahead of ours.
+    /// Takes the lock for the current task, waiting at most `wait` for the
+    /// keys ahead of ours.
     pub async fn lock(&self, wait: Duration) -> Result<Option<Fenced>, LockError> {
+        Ok(self.take(wait).await?.map(|(fenced, _)| fenced))
+    }
+
+    /// [`EtcdLock::lock`], with the signal that fires when the lock is lost.
+    async fn take(&self, wait: Duration) -> Result<Option<(Fenced, LostSignal)>, LockError> {
         let deadline = deadline_after(wait)?;
-        let mut held = self.held.lock().await;
-        // Reentrancy: we hold it already; count, and ask nobody.
-        if let Some(ours) = held.as_mut() {
+        let me = current_task();
+        // Reentrancy: this task holds it already; count, and ask nobody.
+        if let Some(ours) = self.held.lock().await.as_mut().filter(|h| h.owner == me) {
             ours.count += 1;
-            return Ok(Some(ours.fenced.clone()));
+            return Ok(Some((ours.fenced.clone(), ours.lost.clone())));
         }
+        // Another task of ours may hold it, or be on its way: they take
+        // turns here, since our lease has one key in the cluster's queue.
+        let turn = Arc::clone(&self.turn).acquire_owned();
+        let Ok(Ok(turn)) = tokio::time::timeout_at(deadline, turn).await else {
+            return Ok(None);
+        };
         let (lease, lost) = self.session().await?;
-        let (ours, first) = self.join_queue(lease).await?;
+        let key = format!("{}{lease:x}", self.prefix);
+        // From here until the lock is ours, a dropped future leaves the queue.
+        let queued = Queued::new(&self.members, &key, turn);
+        let (ours, first) = self.join_queue(lease, key).await?;
         if !first {
             match self.wait_for_predecessors(&ours, deadline).await {
                 Ok(true) => {}
                 outcome => {
                     // Gave up, or failed: leave the queue, or our key would
                     // block everyone behind it until our lease expires.
-                    let key = ours.key.clone();
-                    let leave = |mut c: Client| {
-                        let key = key.clone();
-                        async move { c.delete(key, None).await }
-                    };
-                    let _ = self.members.call(leave).await;
+                    queued.leave().await;
                     return outcome.map(|_| None);
                 }
             }
@@ -262,26 +310,30 @@ impl EtcdLock {
         if let Err(crash) = self.faults.reached(Point::AfterAcquire).await {
             // Dead here: the renewals stop, the lease is not revoked, and
             // the key stays until the lease expires.
+            drop(queued.stay());
             if let Some(session) = self.session.lock().await.take() {
                 session.keeping.abort();
             }
             return Err(crash);
         }
+        let mut held = self.held.lock().await;
         *held = Some(Held {
+            owner: me,
             fenced: ours.clone(),
             count: 1,
-            lost,
+            lost: lost.clone(),
+            _turn: queued.stay(),
         });
-        Ok(Some(ours))
+        Ok(Some((ours, lost)))
     }
     // ANCHOR_END: lock
 
     // ANCHOR: join_queue
-    /// Writes our key under the prefix, attached to our lease, unless it is
-    /// there already; its create revision is our token. Also says whether
-    /// ours is the oldest key, so an uncontended lock takes one round trip.
-    async fn join_queue(&self, lease: i64) -> Result<(Fenced, bool), LockError> {
-        let key = format!("{}{lease:x}", self.prefix);
+    /// Writes our `key` (the prefix and our lease's id) attached to the
+    /// lease, unless it is there already; its create revision is our token.
+    /// Also says whether ours is the oldest key, so an uncontended lock
+    /// takes one round trip.
+    async fn join_queue(&self, lease: i64, key: String) -> Result<(Fenced, bool), LockError> {
         let oldest = || {
             let first_created = GetOptions::new()
                 .with_prefix()
@@ -432,6 +484,69 @@ impl EtcdLock {
     }
     // ANCHOR_END: unlock
 }
+
+// ANCHOR: queued
+/// Our key while it waits in the queue. Dropped before the lock is ours
+/// (the `lock()` future dropped by a timeout or a `select!`, or an error on
+/// the way), it deletes the key in the background, as Go's mutex does when
+/// the waiting context is cancelled. Left behind, the key would sit on a
+/// lease this client keeps renewing: every later waiter would queue behind
+/// a waiter that is gone, for as long as the client lives.
+struct Queued {
+    members: Members,
+    key: String,
+    /// This client's turn, kept until the key is gone: our next try writes
+    /// the same key (it is named after the lease), and must not find this
+    /// one and take it for its own.
+    turn: Option<OwnedSemaphorePermit>,
+}
+
+impl Queued {
+    fn new(members: &Members, key: &str, turn: OwnedSemaphorePermit) -> Self {
+        Self {
+            members: members.clone(),
+            key: key.to_owned(),
+            turn: Some(turn),
+        }
+    }
+
+    /// The key stays (it holds the lock, or a dead client leaves it to its
+    /// lease, sending nothing more); the turn goes to the caller.
+    fn stay(mut self) -> Option<OwnedSemaphorePermit> {
+        self.turn.take()
+    }
+
+    /// Leaves the queue now, and waits until the key is deleted.
+    async fn leave(mut self) {
+        if let Some(leaving) = self.leave_in_background() {
+            let _ = leaving.await;
+        }
+    }
+
+    /// A task of its own, so that the leaving goes on when the future that
+    /// started it is dropped.
+    fn leave_in_background(&mut self) -> Option<JoinHandle<()>> {
+        let turn = self.turn.take()?;
+        // Outside a runtime (the process is ending), the lease takes the key.
+        let runtime = tokio::runtime::Handle::try_current().ok()?;
+        let (members, key) = (self.members.clone(), self.key.clone());
+        Some(runtime.spawn(async move {
+            let leave = |mut c: Client| {
+                let key = key.clone();
+                async move { c.delete(key, None).await }
+            };
+            let _ = members.call(leave).await;
+            drop(turn);
+        }))
+    }
+}
+
+impl Drop for Queued {
+    fn drop(&mut self) {
+        self.leave_in_background();
+    }
+}
+// ANCHOR_END: queued
 
 impl Drop for EtcdLock {
     fn drop(&mut self) {
@@ -604,13 +719,12 @@ impl DistributedLock for EtcdLock {
     }
 
     async fn acquire(&self, wait: Duration) -> Result<Option<Acquired>, LockError> {
-        let Some(fenced) = self.lock(wait).await? else {
+        let Some((fenced, lost)) = self.take(wait).await? else {
             return Ok(None);
         };
-        let lost = self.held.lock().await.as_ref().map(|h| h.lost.clone());
         let mut held = Acquired::with_value(fenced.key);
         held.fencing_token = Some(fenced.token);
-        held.lost = lost;
+        held.lost = Some(lost);
         Ok(Some(held))
     }
 

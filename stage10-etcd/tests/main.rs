@@ -8,6 +8,7 @@
 // The kill tests start this binary again as a holder process.
 harness::holder_entry!(stage10::STAGE);
 
+mod cancelled_wait;
 mod common;
 mod deadline;
 mod ensemble;
@@ -15,3 +16,4 @@ mod killed_holder;
 mod partition;
 mod paused_holder;
 mod recipe;
+mod tasks;
