@@ -462,7 +462,6 @@ impl EtcdLock {
             ours.count -= 1;
             return Ok(Release::StillHeld(ours.count));
         }
-        held.take();
         let token = i64::try_from(fenced.token).unwrap_or(i64::MAX);
         let ours_still = Compare::create_revision(fenced.key.as_str(), CompareOp::Equal, token);
         let release = Txn::new()
@@ -475,6 +474,10 @@ impl EtcdLock {
                 async move { c.txn(release).await }
             })
             .await?;
+        // Only now is the hold given up: a transaction that failed may or
+        // may not have deleted the key, and `unlock` must be free to ask
+        // again rather than answer "not the owner".
+        held.take();
         Ok(if reply.succeeded() {
             Release::Deleted
         } else {

@@ -27,7 +27,7 @@ async fn a_lock_call_dropped_while_waiting_takes_its_key_out_of_the_queue() {
     run.narrate("client-B's lock() dropped while its key waited in the queue");
 
     let keys = keys_until(&observer, &prefix, patience(), |k| k.len() == 1).await;
-    assert_eq!(keys, [held.key.clone()], "only client-A's key is left");
+    assert_eq!(keys, [held.key.as_str()], "only client-A's key is left");
 
     assert_eq!(a.unlock(&held).await.unwrap(), Release::Deleted);
     let next = b

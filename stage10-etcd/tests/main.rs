@@ -12,6 +12,7 @@ mod cancelled_wait;
 mod common;
 mod deadline;
 mod ensemble;
+mod failed_release;
 mod killed_holder;
 mod partition;
 mod paused_holder;
