@@ -279,7 +279,7 @@ async fn a_release_that_fails_stops_the_renewals_and_the_lock_expires() {
     );
     assert_eq!(
         owners(&mut inspector).await,
-        [held.value.clone()],
+        std::slice::from_ref(&held.value),
         "the failed release deleted nothing"
     );
 
@@ -444,7 +444,10 @@ async fn a_wait_that_fails_after_the_lock_was_handed_to_it_gives_the_lock_on_at_
         "client-C took the lock {} ms after client-B's wait failed",
         failed_at.elapsed().as_millis()
     );
-    assert_eq!(owners(&mut inspector).await, [taken.value.clone()]);
+    assert_eq!(
+        owners(&mut inspector).await,
+        std::slice::from_ref(&taken.value)
+    );
     assert_eq!(next.release(&taken).await.unwrap(), Release::Deleted);
 }
 
@@ -476,7 +479,10 @@ async fn a_reentrant_acquire_after_a_failed_renewal_is_renewed_again() {
     busy.stop().await;
     // The lock is still client-A's: the last renewal left it two thirds
     // of a lease at least.
-    assert_eq!(owners(&mut inspector).await, [first.value.clone()]);
+    assert_eq!(
+        owners(&mut inspector).await,
+        std::slice::from_ref(&first.value)
+    );
 
     // client-A takes it again: the reentrant acquire resets the lease...
     let again = holder
@@ -499,7 +505,10 @@ async fn a_reentrant_acquire_after_a_failed_renewal_is_renewed_again() {
             .is_some_and(lockcore::LostSignal::is_lost),
         "the reentrant hold is renewed: its lost signal must not have fired"
     );
-    assert_eq!(owners(&mut inspector).await, [first.value.clone()]);
+    assert_eq!(
+        owners(&mut inspector).await,
+        std::slice::from_ref(&first.value)
+    );
     assert_eq!(holder.release(&again).await.unwrap(), Release::StillHeld(1));
     assert_eq!(holder.release(&first).await.unwrap(), Release::Deleted);
 }
@@ -568,7 +577,7 @@ async fn a_waiter_gone_past_its_deadline_is_dropped_before_the_lock_reaches_it()
         .unwrap()
         .unwrap()
         .expect("client-C took the lock");
-    assert_eq!(now_held_by, [taken.value.clone()]);
+    assert_eq!(now_held_by, std::slice::from_ref(&taken.value));
 
     // client-B runs again: it was not in line any more, so it joins the
     // tail and gets its turn after client-C.
