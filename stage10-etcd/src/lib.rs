@@ -274,6 +274,14 @@ impl EtcdLock {
         let me = current_task();
         // Reentrancy: this task holds it already; count, and ask nobody.
         if let Some(ours) = self.held.lock().await.as_mut().filter(|h| h.owner == me) {
+            if ours.lost.is_lost() {
+                // Counting would hand out a key and a token that went with
+                // the lease, to a caller who would go on as holder.
+                return Err(LockError::Etcd(format!(
+                    "the lock ({}) was lost with its lease; unlock it before locking again",
+                    ours.fenced.key
+                )));
+            }
             ours.count += 1;
             return Ok(Some((ours.fenced.clone(), ours.lost.clone())));
         }

@@ -14,6 +14,7 @@ mod deadline;
 mod ensemble;
 mod failed_release;
 mod killed_holder;
+mod lease_lost;
 mod partition;
 mod paused_holder;
 mod recipe;
