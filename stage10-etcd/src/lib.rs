@@ -73,10 +73,31 @@
 //! re-enters, and another task sharing the same `EtcdLock` is a contender
 //! of its own. It cannot have a key of its own (the key is the lease's), so
 //! the client's tasks take turns for its one place in the queue, in the
-//! client, before they ask the cluster. Counting per lock instance, as a
-//! first version did, let two tasks sharing one `EtcdLock` both in at once
-//! (`tests/tasks.rs`), which is what Go's else branch does to two mutexes
-//! on one session.
+//! client, before they ask the cluster. Counted per lock instance, holds
+//! would let two tasks sharing one `EtcdLock` in at once, which is what
+//! Go's else branch does to two mutexes on one session (`tests/tasks.rs`).
+//!
+//! ## When a step goes wrong
+//!
+//! A key left behind is worse here than a node in stage 9: it sits on a
+//! lease the client keeps renewing, so it blocks everyone behind it for as
+//! long as the client lives.
+//!
+//! - **A wait given up from outside.** A `lock()` future dropped while it
+//!   waits (by `tokio::time::timeout`, or as the losing branch of a
+//!   `select!`) runs none of its own code again. A guard it owns deletes
+//!   the key from a task of its own, as Go's mutex does when the waiting
+//!   context is cancelled (`tests/cancelled_wait.rs`).
+//! - **A release that fails.** When the delete transaction cannot be sent
+//!   (no member answers), nobody knows whether the key went; the hold stays
+//!   ours and `unlock` can be called again (`tests/failed_release.rs`). A
+//!   client that stays cut off loses its lease a TTL later, and the key with
+//!   it.
+//! - **Asking again after the lease is lost.** Re-entry fails instead of
+//!   handing out a key and a token that went with the lease; the holds
+//!   already taken are still to be given back (`tests/lease_lost.rs`).
+//! - **A wait the clock cannot count** (`Duration::MAX`) is refused with an
+//!   error rather than a panic (`tests/deadline.rs`).
 //!
 //! ## The fencing token: the key's create revision
 //!
@@ -324,6 +345,8 @@ impl EtcdLock {
             }
             return Err(crash);
         }
+        // Waited for before the key is kept: a future dropped while it
+        // waits here still leaves the queue.
         let mut held = self.held.lock().await;
         *held = Some(Held {
             owner: me,
@@ -460,7 +483,8 @@ impl EtcdLock {
     // ANCHOR: unlock
     /// Gives back one hold; deletes our key when the last one goes, and
     /// only if it is still the key we created (a compare and delete in one
-    /// transaction, as stage 5's script did it).
+    /// transaction, as stage 5's script did it). The hold is kept until the
+    /// transaction has answered.
     pub async fn unlock(&self, fenced: &Fenced) -> Result<Release, LockError> {
         let mut held = self.held.lock().await;
         let Some(ours) = held.as_mut().filter(|h| h.fenced.key == fenced.key) else {
@@ -496,13 +520,11 @@ impl EtcdLock {
     // ANCHOR_END: unlock
 }
 
-// ANCHOR: queued
 /// Our key while it waits in the queue. Dropped before the lock is ours
-/// (the `lock()` future dropped by a timeout or a `select!`, or an error on
-/// the way), it deletes the key in the background, as Go's mutex does when
-/// the waiting context is cancelled. Left behind, the key would sit on a
-/// lease this client keeps renewing: every later waiter would queue behind
-/// a waiter that is gone, for as long as the client lives.
+/// (the `lock()` future dropped, or an error on the way), it deletes the
+/// key from a task of its own: left behind on a lease this client keeps
+/// renewing, the key would hold up every later waiter for as long as the
+/// client lives.
 struct Queued {
     members: Members,
     key: String,
@@ -557,7 +579,6 @@ impl Drop for Queued {
         self.leave_in_background();
     }
 }
-// ANCHOR_END: queued
 
 impl Drop for EtcdLock {
     fn drop(&mut self) {

@@ -13,7 +13,10 @@ use lockcore::Release;
 #[tokio::test(flavor = "multi_thread")]
 async fn a_lock_call_dropped_while_waiting_takes_its_key_out_of_the_queue() {
     let run = start(0, Fencing::default()).await;
-    let (a, b) = (etcd_lock(&run, "client-A").await, etcd_lock(&run, "client-B").await);
+    let (a, b) = (
+        etcd_lock(&run, "client-A").await,
+        etcd_lock(&run, "client-B").await,
+    );
     let observer = observer(&run).await;
     let prefix = lock_prefix(&run);
     let held = a.lock(patience()).await.unwrap().expect("a free lock");

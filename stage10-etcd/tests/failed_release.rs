@@ -30,7 +30,13 @@ async fn a_release_that_could_not_reach_the_cluster_can_be_tried_again() {
         "the second try should say what became of the key: {again:?}"
     );
     let observer = observer(&run).await;
-    keys_until(&observer, &lock_prefix(&run), patience(), <[String]>::is_empty).await;
+    keys_until(
+        &observer,
+        &lock_prefix(&run),
+        patience(),
+        <[String]>::is_empty,
+    )
+    .await;
     let b = etcd_lock(&run, "client-B").await;
     let next = b.try_lock().await.unwrap().expect("the lock is free again");
     assert!(next.token > held.token);

@@ -21,7 +21,11 @@ async fn two_tasks_sharing_one_lock_are_two_contenders() {
         let lock = Arc::clone(&lock);
         tokio::spawn(async move {
             let held = lock.lock(patience()).await.unwrap().expect("a free lock");
-            let again = lock.try_lock().await.unwrap().expect("the holder re-enters");
+            let again = lock
+                .try_lock()
+                .await
+                .unwrap()
+                .expect("the holder re-enters");
             assert_eq!(again, held, "the same key, the same token");
             assert_eq!(lock.unlock(&again).await.unwrap(), Release::StillHeld(1));
             held
@@ -31,7 +35,9 @@ async fn two_tasks_sharing_one_lock_are_two_contenders() {
     };
 
     let other = Arc::clone(&lock);
-    let shared = tokio::spawn(async move { other.try_lock().await }).await.unwrap();
+    let shared = tokio::spawn(async move { other.try_lock().await })
+        .await
+        .unwrap();
     assert!(
         matches!(shared, Ok(None)),
         "another task of the same client must not share the first task's hold: {shared:?}"

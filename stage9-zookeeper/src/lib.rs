@@ -67,9 +67,37 @@
 //! Async Rust has no such thread: a task hops between threads at every
 //! `.await`, and one thread runs many tasks. The unit that stays put for a
 //! whole critical section is the tokio **task** (stage 6 found the same),
-//! so holds are counted per task. Counting them per lock instance, as a
-//! first version did, let two tasks that share one `ZkLock` both in at
-//! once: the second "re-entered" the first one's hold (`tests/tasks.rs`).
+//! so holds are counted per task. Counted per lock instance, they would let
+//! two tasks that share one `ZkLock` in at once, the second "re-entering"
+//! the first one's hold; per task, the second queues (`tests/tasks.rs`).
+//!
+//! ## When a step goes wrong
+//!
+//! Every way out of the recipe must leave the queue as clean as a release
+//! does: a node left behind lives as long as the session, and everyone
+//! queues behind it.
+//!
+//! - **A wait given up from outside.** A `lock()` future dropped while it
+//!   waits (by `tokio::time::timeout`, or as the losing branch of a
+//!   `select!`) runs none of its own code again. A guard it owns deletes
+//!   the node from a task of its own, as Curator deletes its node on any
+//!   exception or interrupt (`tests/cancelled_wait.rs`).
+//! - **A release whose delete does not land.** The connection can break
+//!   with the delete on it. The delete is sent again once the client has
+//!   reconnected, until it lands or the session ends and takes the node
+//!   (Curator's *guaranteed* delete), from a task of its own, so that a
+//!   dropped `unlock` does not stop it; the hold is ours until then. A
+//!   delete the ensemble refuses (a permission taken away) leaves the hold,
+//!   and `unlock` can be called again (`tests/failed_release.rs`).
+//! - **A session that ends as the lock is granted.** The session is watched
+//!   from before the queue is read, so its end is seen even when it falls
+//!   between "our node is first" and the lock being handed out, and a lock
+//!   whose session already ended is not handed out at all.
+//! - **Asking again after the session ended.** Re-entry fails instead of
+//!   handing out a node and a token that went with the session; the holds
+//!   already taken are still to be given back (`tests/session_lost.rs`).
+//! - **A wait the clock cannot count** (`Duration::MAX`) is refused with an
+//!   error rather than a panic (`tests/deadline.rs`).
 //!
 //! ## The fencing token: the node's `czxid`
 //!
@@ -481,14 +509,11 @@ impl ZkLock {
     }
 }
 
-// ANCHOR: queued
 /// Our node while it waits in the queue. Dropped before the lock is ours
-/// (the `lock()` future dropped by a timeout or a `select!`, or an error on
-/// the way), it takes the node out of the queue in the background, as
-/// Curator deletes its node on any exception or interrupt. Left behind,
-/// the node would live as long as the session: every later waiter, this
-/// client's next `lock()` included, would queue behind a waiter that is
-/// gone.
+/// (the `lock()` future dropped, or an error on the way), it takes the node
+/// out of the queue from a task of its own: left behind, the node would
+/// hold up every later waiter, this client's next `lock()` included, for as
+/// long as the session lives.
 struct Queued {
     client: Client,
     path: String,
@@ -551,7 +576,6 @@ impl Drop for Queued {
         self.leave_in_background();
     }
 }
-// ANCHOR_END: queued
 
 /// How long to wait before asking again after a lost connection (the
 /// request itself waits for the client to reconnect).
@@ -572,13 +596,13 @@ async fn delete_until_gone(client: &Client, node: &str) -> Result<Release, ZkErr
     }
 }
 
-// ANCHOR: release
-/// Curator's guaranteed delete: our node is deleted in a task of its own,
-/// sent again after every lost connection until it lands or the session
-/// ends (and takes the node with it), however the `unlock` that started it
-/// fares. A delete that failed and was let go would leave the node, and
-/// everyone locked out, for as long as the session lives. Only then is the
-/// hold given up; a delete the ensemble refuses leaves it.
+/// Curator's guaranteed delete: our node is deleted from a task of its
+/// own, sent again after every lost connection until it lands or the
+/// session ends (and takes the node with it), however the `unlock` that
+/// started it fares. A failed delete let go would leave the node, and
+/// everyone locked out, for as long as the session lives. The hold is given
+/// up once the node is gone; a delete the ensemble refuses leaves it, for
+/// `unlock` to try again.
 async fn release(
     holds: Arc<std::sync::Mutex<Vec<Hold>>>,
     client: Client,
@@ -598,7 +622,6 @@ async fn release(
     }
     tell.send_replace(Some(outcome.map_err(|refused| refused.to_string())));
 }
-// ANCHOR_END: release
 
 /// Our node under `path`, found by the uuid in its name.
 async fn node_named(client: &Client, path: &str, id: &str) -> Option<String> {

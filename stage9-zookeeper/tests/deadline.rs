@@ -15,10 +15,7 @@ async fn a_wait_beyond_the_clock_is_refused_not_a_panic() {
     let world = World::start(0, Fencing::default()).await;
     let a = world.zk_lock("client-A").await;
     let refused = a.lock(Duration::MAX).await;
-    assert!(
-        matches!(refused, Err(LockError::Config(_))),
-        "{refused:?}"
-    );
+    assert!(matches!(refused, Err(LockError::Config(_))), "{refused:?}");
     let held = a.lock(patience()).await.unwrap().expect("a free lock");
     assert_eq!(a.unlock(&held).await.unwrap(), Release::Deleted);
 }

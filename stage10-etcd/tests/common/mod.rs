@@ -101,7 +101,10 @@ pub async fn keys_until(
         }
         let after = now.header().map_or(0, |h| h.revision()) + 1;
         let mut changes = client
-            .watch(prefix, Some(WatchOptions::new().with_prefix().with_start_revision(after)))
+            .watch(
+                prefix,
+                Some(WatchOptions::new().with_prefix().with_start_revision(after)),
+            )
             .await
             .unwrap();
         let changed = async {
