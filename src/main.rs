@@ -101,13 +101,13 @@ fn main() -> ExitCode {
         tokio::select! {
             result = commands::dispatch(cli.command) => result,
             (signal, code) = interrupted() => {
-                // Every redis-server, ensemble member and holder was
-                // started with PR_SET_PDEATHSIG, so none outlives this
-                // process; Docker's containers go with the reaper.
                 eprintln!("\n{signal}: stopping every server and holder this run started");
                 // Cells run on tasks of their own, which the exit below
-                // ends without their destructors: their servers' data
-                // folders are removed at exit (the harness registers that).
+                // ends without their destructors. The harness's exit
+                // handlers stop and wait for every process the run started
+                // (harness::process::stop_all), then remove their data
+                // folders; the Docker reaper removes the containers and
+                // is waited for too.
                 Err(Failure { code, message: String::new() })
             }
         }
@@ -118,8 +118,8 @@ fn main() -> ExitCode {
             if !failure.message.is_empty() {
                 eprintln!("error: {}", failure.message);
             }
-            // Leave without running destructors of a half-done run; the
-            // kernel reaps the children (PR_SET_PDEATHSIG).
+            // Leave without running destructors of a half-done run: the
+            // exit handlers stop and wait for its processes.
             std::process::exit(i32::from(failure.code));
         }
     }

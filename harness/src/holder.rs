@@ -421,6 +421,7 @@ impl HolderProcess {
     pub fn kill(&mut self) -> Result<()> {
         process::send(self.pid(), Signal::Kill)?;
         let _ = self.child.wait();
+        process::waited(&self.child);
         self.history.died(&self.name, "KILLED with kill -9");
         Ok(())
     }
@@ -446,8 +447,7 @@ impl HolderProcess {
 
 impl Drop for HolderProcess {
     fn drop(&mut self) {
-        let _ = process::send(self.pid(), Signal::Kill);
-        let _ = self.child.wait();
+        process::stop(&mut self.child);
     }
 }
 

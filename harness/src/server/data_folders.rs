@@ -77,6 +77,8 @@ fn remove_at_exit() {
     REGISTERED.call_once(|| {
         remove_folders_of_ended_processes();
         extern "C" fn at_exit() {
+            // The servers first: a folder goes once nothing writes in it.
+            crate::process::stop_all();
             remove_folders_of_this_process();
         }
         // SAFETY: `at_exit` is a plain function that takes and returns

@@ -297,8 +297,7 @@ impl Member {
     /// `kill -9`, and reaped.
     pub fn stop(&mut self) {
         if let Some(mut child) = self.child.take() {
-            let _ = process::send(child.id(), Signal::Kill);
-            let _ = child.wait();
+            process::stop(&mut child);
         }
     }
 
@@ -314,7 +313,9 @@ impl Member {
     /// taken (try other ports), or the end of its log.
     fn exited(&mut self, store: &str) -> Option<Launch> {
         let status = self.child.as_mut()?.try_wait().ok().flatten()?;
-        self.child = None;
+        if let Some(child) = self.child.take() {
+            process::waited(&child);
+        }
         let log = std::fs::read_to_string(&self.log).unwrap_or_default();
         Some(
             if log.to_ascii_lowercase().contains("address already in use") {

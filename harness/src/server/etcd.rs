@@ -28,6 +28,7 @@ use tokio::net::TcpStream;
 
 use super::ensemble::{self, Ensemble, Launch, Members};
 use crate::error::{HarnessError, Result};
+use crate::process;
 
 /// What to install when etcd is missing.
 pub const ETCD_INSTALL_HINT: &str = "etcd was not found (stage 10 needs the `etcd` server \
@@ -66,7 +67,9 @@ pub fn etcd_installed() -> Result<()> {
 }
 
 fn ask_etcd_version() -> Result<()> {
-    match Command::new("etcd").arg("--version").output() {
+    let mut version = Command::new("etcd");
+    version.arg("--version");
+    match process::output(version) {
         Ok(out) if out.status.success() => Ok(()),
         Ok(out) => Err(HarnessError::NoEtcd(format!(
             "{ETCD_INSTALL_HINT}\n(`etcd --version` failed: {})",

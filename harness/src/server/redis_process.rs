@@ -20,12 +20,9 @@ or run with Docker instead: LOCKSTAGES_BACKEND=docker (image from LOCKSTAGES_RED
 
 /// Whether `redis-server` can be started here.
 pub fn redis_server_installed() -> bool {
-    Command::new("redis-server")
-        .arg("--version")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|status| status.success())
+    let mut version = Command::new("redis-server");
+    version.arg("--version");
+    process::output(version).is_ok_and(|out| out.status.success())
 }
 
 /// A `redis-server` child process. It keeps nothing on disk, and it is
@@ -154,7 +151,9 @@ impl RedisProcess {
                 .as_mut()
                 .and_then(|c| c.try_wait().ok().flatten())
             {
-                self.child = None;
+                if let Some(child) = self.child.take() {
+                    process::waited(&child);
+                }
                 let log = std::fs::read_to_string(&log).unwrap_or_default();
                 return Err(if log.contains("Address already in use") {
                     Launch::PortTaken
@@ -239,8 +238,9 @@ impl RedisProcess {
 
     fn stop(&mut self) {
         if let Some(mut child) = self.child.take() {
-            let _ = process::send(child.id(), Signal::Kill);
-            let _ = child.wait();
+            // With its process group: a master killed mid-sync takes the
+            // child that streams its snapshot to a replica along.
+            process::stop(&mut child);
         }
     }
 }

@@ -21,7 +21,7 @@ use std::future::Future;
 use std::net::SocketAddr;
 use std::path::Path;
 use std::pin::Pin;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::sync::OnceLock;
 use std::time::Duration;
 
@@ -30,6 +30,7 @@ use tokio::net::TcpStream;
 
 use super::ensemble::{self, Ensemble, Launch, Members};
 use crate::error::{HarnessError, Result};
+use crate::process;
 
 /// What to install when ZooKeeper or Java is missing.
 pub const ZOOKEEPER_INSTALL_HINT: &str = "ZooKeeper was not found (stage 9 needs a Java runtime \
@@ -66,12 +67,9 @@ pub fn zookeeper_classpath() -> Result<String> {
 }
 
 fn find_classpath() -> Result<String> {
-    let java = Command::new("java")
-        .arg("-version")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|status| status.success());
+    let mut version = Command::new("java");
+    version.arg("-version");
+    let java = process::output(version).is_ok_and(|out| out.status.success());
     if !java {
         return Err(HarnessError::NoZooKeeper(format!(
             "{ZOOKEEPER_INSTALL_HINT}\n(no `java` on PATH)"

@@ -18,7 +18,7 @@
 use std::collections::HashMap;
 use std::io::Read;
 use std::os::unix::process::CommandExt as _;
-use std::process::{ChildStdin, Command, Stdio};
+use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::{Mutex, OnceLock};
 
 use testcontainers::bollard::Docker;
@@ -32,9 +32,15 @@ use crate::error::Result;
 /// Set in the reaper's environment: whose containers to remove.
 pub const REAPER_VAR: &str = "LOCKSTAGES_DOCKER_REAPER_FOR";
 
+/// The reaper and the write end of its pipe, kept until we exit.
+struct Reaper {
+    child: Child,
+    pipe: Option<ChildStdin>,
+}
+
 /// Starts the reaper, once per process.
 pub(crate) fn ensure() -> Result<()> {
-    static REAPER: OnceLock<Mutex<ChildStdin>> = OnceLock::new();
+    static REAPER: OnceLock<Mutex<Reaper>> = OnceLock::new();
     if REAPER.get().is_some() {
         return Ok(());
     }
@@ -47,9 +53,32 @@ pub(crate) fn ensure() -> Result<()> {
         .stderr(Stdio::null())
         .process_group(0)
         .spawn()?;
-    if let Some(stdin) = child.stdin.take() {
-        // Kept open until we end; dropping `child` does not kill it.
-        let _ = REAPER.set(Mutex::new(stdin));
+    let pipe = child.stdin.take();
+    if REAPER.set(Mutex::new(Reaper { child, pipe })).is_ok() {
+        // On a normal exit (main's return, `std::process::exit` after
+        // Ctrl-C) we close the pipe ourselves and wait until the reaper has
+        // removed what is left and exited: the command returns with no
+        // process of its own behind it. Only after `kill -9` does the
+        // reaper outlive us, as it is there for.
+        extern "C" fn at_exit() {
+            let Some(reaper) = REAPER.get() else { return };
+            let mut reaper = reaper.lock().unwrap_or_else(|p| p.into_inner());
+            drop(reaper.pipe.take());
+            // A minute at most: an engine that does not answer must not
+            // hold the exit for ever (the reaper then goes on alone).
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+            while matches!(reaper.child.try_wait(), Ok(None))
+                && std::time::Instant::now() < deadline
+            {
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+        }
+        // SAFETY: `at_exit` takes and returns nothing and does not unwind
+        // (a lock, a close and a wait); `atexit` keeps the pointer until
+        // the process ends.
+        unsafe {
+            libc::atexit(at_exit);
+        }
     }
     Ok(())
 }
