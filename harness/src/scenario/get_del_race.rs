@@ -58,7 +58,9 @@ pub(super) async fn run(stage: StageEntry, env: ScenarioEnv) -> Result<Recorded>
     let mut run = Run::start(stage, env, STOCK).await?;
     let timing = run.env.timing;
     let a = run.client("client-A").await?;
-    let b = run.client("client-B").await?;
+    // B's lock, if B gets in, must still be there when A's held-back
+    // release goes on, whatever the machine's speed.
+    let b = run.rival("client-B").await?;
 
     // 1. A takes the lock and does its business.
     let held_a = a.acquire_free(timing.patience()).await?;

@@ -2,6 +2,7 @@
 //! the final reckoning.
 
 use std::collections::BTreeMap;
+use std::time::Duration;
 
 use lockcore::{Acquired, ClientSetup, LockConfig, StageEntry};
 
@@ -92,6 +93,10 @@ impl Drop for KeyCleanup {
         .join();
     }
 }
+
+/// The TTL of a [`Run::rival`]'s locks: ten times the usual 300 ms, longer
+/// than any story's steps take on a loaded machine.
+pub const RIVAL_TTL: Duration = Duration::from_secs(3);
 
 impl Run {
     /// Starts the database node and as many lock nodes as the stage needs,
@@ -266,6 +271,23 @@ impl Run {
     /// Connects a client of the stage called `name`.
     pub async fn client(&self, name: &str) -> Result<Client> {
         self.factory.client(name).await
+    }
+
+    /// Connects a client called `name` whose locks live at least
+    /// [`RIVAL_TTL`]: the rival that takes over an expired lock in a story
+    /// whose verdict needs that rival's key still there when the old
+    /// holder acts again (its late write, its late `DEL`). With the usual
+    /// 300 ms the rival's key raced the story's own steps, and a slow
+    /// machine lost the race: once 883 ms passed from the rival's grant to
+    /// the old holder's release, which then found nothing to delete. The
+    /// old holder's lock, whose expiry the story is about, keeps the usual
+    /// TTL.
+    pub async fn rival(&mut self, name: &str) -> Result<Client> {
+        let ttl = self.factory.config.ttl;
+        self.factory.config.ttl = ttl.max(RIVAL_TTL);
+        let rival = self.factory.client(name).await;
+        self.factory.config.ttl = ttl;
+        rival
     }
 
     /// Stops watching lock node `index` once its `MONITOR` has shown all it

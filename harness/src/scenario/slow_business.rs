@@ -17,11 +17,11 @@
 //! 6. B releases.
 //!
 //! Every step waits on a fault-point gate or an acquire's result, never on
-//! a sleep. Two margins remain, both wide: the patience window is three
-//! TTLs, so a lock that expires lets B in well within it; and B's key must
-//! still be alive when A's release arrives, which takes B's sale and A's
-//! last write (two business times, 40 ms by default, and a few round trips)
-//! out of a 300 ms TTL.
+//! a sleep. One margin remains, and it is wide: the patience window is three
+//! TTLs, so a lock that expires lets B in well within it. B's key must
+//! still be there when A's release arrives, after B's sale and A's last
+//! write: B's locks live ten TTLs ([`Run::rival`]), which no slow machine
+//! outruns (with the usual 300 ms one did: A's `DEL` found nothing).
 //!
 //! Facts, each 1 or 0: `b_acquired` (the lock expired under A); and only
 //! when B got in, `a_write_rejected` (the resource refused A's stale
@@ -50,7 +50,9 @@ pub(super) async fn run(stage: StageEntry, env: ScenarioEnv) -> Result<Recorded>
     let mut run = Run::start(stage, env, STOCK).await?;
     let timing = run.env.timing;
     let a = run.client("client-A").await?;
-    let b = run.client("client-B").await?;
+    // B's lock, if B gets in, must still be there at A's release (B's
+    // sale, A's late write, two gates) for a plain DEL to delete it.
+    let b = run.rival("client-B").await?;
     let c = run.client("client-C").await?;
 
     // 1. A takes the lock, reads the stock, and stops inside.

@@ -26,8 +26,6 @@
 //! Facts, each 1 or 0: `b_acquired` (the lock expired under A), and when
 //! B got in, `a_write_rejected` and `b_write_rejected`.
 
-use std::time::Duration;
-
 use lockcore::{Point, StageEntry};
 
 use super::slow_business::slow_inside;
@@ -39,9 +37,6 @@ use crate::workload::Sale;
 /// Items for sale: one, so any second order is an oversell.
 const STOCK: i64 = 1;
 
-/// The TTL of client-B's lock: ten times the usual 300 ms.
-const B_TTL: Duration = Duration::from_secs(3);
-
 pub(super) async fn run(stage: StageEntry, env: ScenarioEnv) -> Result<Recorded> {
     let mut run = Run::start(stage, env, STOCK).await?;
     let timing = run.env.timing;
@@ -52,16 +47,8 @@ pub(super) async fn run(stage: StageEntry, env: ScenarioEnv) -> Result<Recorded>
     let a_slow = slow_inside(&run, &a, &held_a).await?;
 
     // client-B's lock, if B gets in, must outlive what follows up to A's
-    // release (A's write, two gates, two narrations): a lock of the usual
-    // TTL expired first once, on a loaded machine (883 ms from B's grant to
-    // A's release against 300 ms), and A's release then found nothing to
-    // delete. A's own lock, whose expiry the story is about, keeps the
-    // usual TTL.
-    let ttl = run.factory.config.ttl;
-    run.factory.config.ttl = ttl.max(B_TTL);
-    let b = run.client("client-B").await;
-    run.factory.config.ttl = ttl;
-    let b = b?;
+    // release (A's write, two gates, two narrations).
+    let b = run.rival("client-B").await?;
 
     // 2. B waits for the lock as long as the run's patience.
     let Some(held_b) = b.acquire(timing.patience()).await? else {
