@@ -385,11 +385,17 @@ pub const QUESTIONS: &[Question] = &[
     Question {
         ask: "What is Redlock, and does it fix that?",
         answer: "The same lock on N independent masters (usually five), taken when a majority said \
-                 yes and enough of the TTL is left after the time the asking took. It survives the \
-                 loss of a minority of masters, which is exactly what a failover is.\n\n\
-                 It does not survive a master that *forgets* a lock it granted (a restart without \
-                 persistence, a clock jump) when that master was part of the majority, and it does \
-                 nothing for a paused holder. It refuses cleanly when answers come too late.",
+                 yes and enough of the TTL is left after the time the asking took. Masters that are \
+                 simply gone (dead, cut off) are survived while a majority answers: stage 7's \
+                 `node_loss` test kills two of five and the lock still holds.\n\n\
+                 A failover is not that. A master whose replica is promoted comes back at the same \
+                 address without the keys replication had not carried yet: to Redlock it is a \
+                 master that *forgot* a lock it granted, the restart-without-persistence run below \
+                 when that master was in client-A's majority. The matrix has no stage 7 x failover \
+                 cell (n/a: stage 7's masters are independent and have no replicas), and that is \
+                 Redlock's own advice: no replicas, persistence, a restart delayed by a TTL. A clock \
+                 that jumps forgets the same way. Redlock does nothing for a paused holder, and it \
+                 refuses cleanly when answers come too late.",
         java: Some(
             "`new RedissonRedLock(lock1, lock2, lock3).tryLock(3, 30, SECONDS)` is stage 7's \
              `Redlock::lock(wait)` over five nodes; `Redlock::quorum()` is N/2+1.",
@@ -655,11 +661,17 @@ pub const QUESTIONS: &[Question] = &[
         answer: "After a lock taken without a lease, Redisson schedules a renewal on a timer wheel \
                  (Netty's `HashedWheelTimer`) every `lockWatchdogTimeout / 3`. The renewal is a \
                  script: if the hash still has our field, `PEXPIRE` it back to the full timeout. It \
-                 stops when the lock is released, when the renewal finds the field gone, or when the \
-                 process dies.\n\n\
-                 The trap: a lock that is never unlocked (a forgotten `unlock`, a stuck thread) is \
-                 renewed for as long as the process lives. The watchdog cannot tell a slow holder \
-                 from a stuck one.",
+                 stops when the lock is released, when a renewal finds the field gone (the lock \
+                 expired under a paused holder: the gc-pause run), when a renewal fails (Redis \
+                 answers an error or cannot be reached: Redisson drops the renewal, and stage 6 \
+                 stops too and fires its lost-lock signal, because the lease is now running out \
+                 unrenewed), or when the process dies (the killed-holder run: no renewal after \
+                 KILLED).\n\n\
+                 It does not stop when the thread that took the lock ends, as is often said: the \
+                 renewal belongs to the timer, not to that thread. So the trap: a lock that is \
+                 never unlocked (a forgotten `unlock`, a thread that died on an exception) is \
+                 renewed for as long as the process lives (the business-error run). The watchdog \
+                 cannot tell a slow holder from a stuck one.",
         java: Some(
             "`Config.setLockWatchdogTimeout(30_000)` is `LockConfig::watchdog_timeout`; stage 6's \
              watchdog is a tokio task per hold instead of a timer wheel entry.",
