@@ -297,3 +297,67 @@ fn chinese_paragraphs_are_one_line_each() {
         wrapped.join("\n")
     );
 }
+
+/// Every claim in the Chinese edition is true, and every sentence that
+/// needs one has one (the rule is at the top of `tests/book.rs`).
+#[test]
+fn every_chinese_sentence_about_the_matrix_carries_a_true_claim() {
+    let (checked, problems) =
+        common::claims::problems(&common::book_src(ZH), common::claims::Lang::Chinese);
+    assert!(
+        problems.is_empty(),
+        "{} problem(s) with sentences about the matrix (see the top of tests/book.rs):\n{}",
+        problems.len(),
+        problems.join("\n")
+    );
+    assert!(checked > 20, "only {checked} claims found");
+}
+
+/// The Chinese sentences issue 43 found contradicted by the matrix, as
+/// they read on 5e8312c, each flagged by the rule.
+#[test]
+fn the_chinese_claim_check_catches_the_sentences_the_matrix_contradicted() {
+    use common::claims::{Lang, Matrix, needs_a_claim, sentences};
+    let matrix = Matrix::of_the_book();
+    let old: [(&str, &str); 8] = [
+        (
+            "matrix.md",
+            "能重入的只有阶段 6（以及和它共用同一个 hash 的公平锁变体）和阶段 9（像 Curator 那样在客户端里记录重入次数）。",
+        ),
+        (
+            "introduction.md",
+            "每一个阶段（stage），都会在真实的 `redis-server` 进程上（最后一个阶段是真实的 ZooKeeper 集群），有意地、稳定地复现上面这些故障：",
+        ),
+        (
+            "choosing.md",
+            "对保护正确性的锁来说，它不够：要加上围栏令牌，并把计数器放在主从切换没法让它倒退的地方（阶段 8 的计数器和锁在同一个 master 上，在 `failover`、`sentinel-failover` 和 `cluster-failover` 里都超卖），或者把锁放进共识系统（阶段 9 用 ZooKeeper，阶段 10 用 etcd），这几行场景对它们都不适用。",
+        ),
+        (
+            "beyond-redis.md",
+            "所以：如果主从切换后偶尔出现第二个持锁者还能靠数据兜住（栅栏令牌、唯一请求号、条件写入），用 Redis 锁（阶段 5 或 6）；如果即使存储自己的机器出故障也绝不能出现第二个持锁者，就用 ZooKeeper 或 etcd 锁，并且在资源端检查它的令牌，尤其是团队本来就在运维一个的时候（Kafka 和 Hadoop 的 ZooKeeper，Kubernetes 的 etcd）。",
+        ),
+        (
+            "choosing.md",
+            "- **阶段 8**（围栏令牌）是第一个被暂停或慢的持锁者无法破坏数据的阶段：*因为资源做了检查*，而不是因为锁守住了；而且前提是资源检查了决策所依赖的每一次访问：只在写时检查令牌的资源，在旧持锁者先写时仍然会超卖（`stale-write-first`）。",
+        ),
+        ("stage8.md", "前面的每一把锁，持锁者都可能比锁活得更久。"),
+        (
+            "introduction.md",
+            "| 6-fair | 阶段 6 的 hash，再加 Redisson 的等待队列 | 把锁交给队首 | 等待者按到达顺序拿到锁（死掉的等待者让后面的人多等它那一份超时） |",
+        ),
+        (
+            "choosing.md",
+            "- **阶段 9**（ZooKeeper，Curator 的做法）把锁放在一个按多数派达成一致的集群上，令牌也从集群里取（锁节点的 `czxid`），所以单台服务器的主从切换或重启既忘不掉锁，也忘不掉令牌：那些 Redis 拓扑的场景对它不适用。",
+        ),
+    ];
+    for (page, text) in old {
+        let sentence = sentences(text, Lang::Chinese)
+            .into_iter()
+            .next()
+            .expect("a sentence");
+        assert!(
+            needs_a_claim(page, &sentence, Lang::Chinese, &matrix),
+            "{page}: not flagged: {text}"
+        );
+    }
+}

@@ -40,8 +40,11 @@ use crate::render::html;
 use chapters::{Named, chapter_problems};
 use stories::BOOK_STORIES;
 
+mod across;
 mod chapters;
+mod matrix_json;
 mod matrix_zh;
+mod stage_words;
 mod stories;
 mod verdicts;
 
@@ -250,9 +253,10 @@ pub async fn run_all(book: &Path, check: bool, only: &[String]) -> Result<(), Fa
     check_all(book)
 }
 
-/// Writes what is derived from the expected matrix and from the matrix's
-/// run: each stage chapter's list of what its row says, and the Chinese
-/// edition's matrix.
+/// Writes what is derived from the matrix's record (`generated/matrix.json`
+/// and `matrix.md`): each stage's list of what its column says, the lists
+/// that read across the matrix ([`across`]), and the Chinese edition's
+/// matrix.
 fn write_verdicts(book: &Path) -> Result<(), Failure> {
     for (name, text) in derived(book) {
         let text = text.map_err(|missing| Failure::failed(missing.join("\n")))?;
@@ -263,10 +267,18 @@ fn write_verdicts(book: &Path) -> Result<(), Failure> {
 
 /// Every derived file: (name in `generated/`, its text or what is missing).
 fn derived(book: &Path) -> Vec<(String, Result<String, Vec<String>>)> {
-    let mut files: Vec<(String, Result<String, Vec<String>>)> = verdicts::all()
-        .into_iter()
-        .map(|(name, text)| (name, Ok(text)))
-        .collect();
+    let mut files: Vec<(String, Result<String, Vec<String>>)> = Vec::new();
+    match matrix_json::Matrix::read(book) {
+        Ok(matrix) => {
+            for list in [verdicts::all(&matrix), across::all(&matrix)] {
+                match list {
+                    Ok(list) => files.extend(list.into_iter().map(|(name, text)| (name, Ok(text)))),
+                    Err(missing) => files.push(("matrix.json".to_owned(), Err(vec![missing]))),
+                }
+            }
+        }
+        Err(unread) => files.push(("matrix.json".to_owned(), Err(vec![unread]))),
+    }
     let matrix = std::fs::read_to_string(book.join(GENERATED).join("matrix.md"))
         .map_err(|e| vec![format!("{GENERATED}/matrix.md cannot be read: {e}")]);
     files.push((
@@ -454,21 +466,23 @@ fn verdict_problems(book: &Path) -> Vec<String> {
         }
     }
     let zh = book.join("../zh/src");
-    for stage in verdicts::STAGES {
+    let included = verdicts::CHAPTERS
+        .iter()
+        .map(|(stage, chapter)| (format!("{stage}-verdicts"), *chapter))
+        .chain(
+            across::INCLUDED_BY
+                .iter()
+                .map(|(base, chapter)| ((*base).to_owned(), *chapter)),
+        );
+    for (base, chapter) in included {
         for (chapter_dir, include) in [
-            (
-                book.to_path_buf(),
-                format!("{GENERATED}/{stage}-verdicts.md"),
-            ),
-            (
-                zh.clone(),
-                format!("../../src/{GENERATED}/{stage}-verdicts.zh.md"),
-            ),
+            (book.to_path_buf(), format!("{GENERATED}/{base}.md")),
+            (zh.clone(), format!("../../src/{GENERATED}/{base}.zh.md")),
         ] {
             if !chapter_dir.exists() {
                 continue;
             }
-            let chapter = chapter_dir.join(format!("{stage}.md"));
+            let chapter = chapter_dir.join(chapter);
             let text = std::fs::read_to_string(&chapter).unwrap_or_default();
             if !text.contains(&format!("{{{{#include {include}}}}}")) {
                 problems.push(format!("{} does not include {include}", chapter.display()));

@@ -4,6 +4,8 @@
 //! of it.
 #![allow(dead_code)]
 
+pub mod claims;
+
 use std::path::{Path, PathBuf};
 
 /// The source folder of an edition: `book/src` or `book/zh/src`.

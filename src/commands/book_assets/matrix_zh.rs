@@ -164,6 +164,14 @@ const REASONS: [(&str, &str); 37] = [
     ),
 ];
 
+/// The Chinese of a reason a scenario gives for not applying.
+pub fn reason_zh(reason: &str) -> Option<&'static str> {
+    REASONS
+        .iter()
+        .find(|(r, _)| *r == reason.trim())
+        .map(|(_, zh)| *zh)
+}
+
 /// The Chinese page's matrix from the English `generated/matrix.md`, or
 /// what has no Chinese yet.
 pub fn render(english: &str) -> Result<String, Vec<String>> {
