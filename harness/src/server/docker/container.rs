@@ -19,7 +19,8 @@ use tokio::time::{Instant, sleep};
 use super::spares::{self, Kind, Origin, RigLease, Spares};
 use super::{IMAGE_HINT, OWNER_LABEL, RunNetwork, owner, reaper, split_image};
 use crate::error::{HarnessError, Result};
-use crate::server::redis_process::{ping, tail};
+use crate::server::log_tail::tail;
+use crate::server::redis_process::ping;
 
 /// How long a fresh container may take to answer PING.
 const READY_WITHIN: Duration = Duration::from_secs(20);
