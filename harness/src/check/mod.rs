@@ -34,7 +34,7 @@ pub use finding::{Finding, Verdict};
 pub use judge::judge;
 pub use outcome::Outcome;
 
-use crate::fault::Kind;
+use crate::history::fault_kind::Kind;
 use crate::history::{Entry, Op, Phase, What};
 
 /// A property that did not hold.
