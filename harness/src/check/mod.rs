@@ -32,7 +32,7 @@ use std::time::Duration;
 
 pub use finding::{Finding, Verdict};
 pub use judge::judge;
-pub use outcome::Outcome;
+pub use outcome::{Outcome, verdict_words};
 
 use crate::history::fault_kind::Kind;
 use crate::history::{Entry, Op, Phase, What};
