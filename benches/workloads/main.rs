@@ -617,8 +617,8 @@ fn write(report: &Report, markdown: &str, args: &Args) -> Result<(), String> {
 /// there, so they shape the figures too.
 fn data_dirs() -> String {
     [
-        harness::server::zookeeper::DATA_DIR_VAR,
-        harness::server::etcd::DATA_DIR_VAR,
+        harness::server::ZOOKEEPER_DATA_DIR_VAR,
+        harness::server::ETCD_DATA_DIR_VAR,
     ]
     .iter()
     .filter_map(|var| Some(format!("{var}={} ", std::env::var(var).ok()?)))

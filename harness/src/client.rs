@@ -6,8 +6,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use lockcore::{
-    Acquired, ClientSetup, DistributedLock, FaultPoints, LockConfig, LockError, Point, Release,
-    StageEntry,
+    Acquired, ClientSetup, DistributedLock, FaultPoints, LockConfig, LockError, Point, StageEntry,
 };
 
 use crate::error::{HarnessError, Result};
@@ -15,6 +14,10 @@ use crate::fault::FaultPlan;
 use crate::guard::LockGuard;
 use crate::history::{History, Op};
 use crate::workload::{Database, Fencing, RequestIds, Sale};
+
+// A client's releases answer with it. It is defined with the guard, below
+// the client, because a guard's releases answer with it too.
+pub use crate::guard::Released;
 
 /// Everything needed to make clients of one stage in one scenario.
 #[derive(Debug, Clone)]
@@ -75,26 +78,6 @@ impl ClientFactory {
             plan,
             purchases: AtomicU32::new(0),
         })
-    }
-}
-
-/// What a release came to, as the client saw it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Released {
-    /// The lock answered: what the server deleted (or left held).
-    Answered(Release),
-    /// The lock refused: this client is not the owner any more.
-    NotOwner,
-}
-
-impl Released {
-    /// The answer; a refusal as an error, for stories in which the client
-    /// is sure to still own its lock.
-    pub fn answered(self) -> Result<Release> {
-        match self {
-            Self::Answered(release) => Ok(release),
-            Self::NotOwner => Err(HarnessError::Lock(LockError::NotOwner)),
-        }
     }
 }
 

@@ -10,14 +10,36 @@
 //! `Drop` cannot wait for Redis, so a guard dropped without
 //! [`LockGuard::release`] sends its release from a task of its own. The
 //! normal path calls `release().await`, which waits for the answer.
+//!
+//! What a release came to ([`Released`]) is defined here: a guard's release
+//! and a client's both answer with it, and the client stands on the guard.
 
 use std::sync::Arc;
 
-use lockcore::{Acquired, DistributedLock, LockError};
+use lockcore::{Acquired, DistributedLock, LockError, Release};
 
-use crate::client::Released;
-use crate::error::Result;
+use crate::error::{HarnessError, Result};
 use crate::history::History;
+
+/// What a release came to, as the client (or its guard) saw it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Released {
+    /// The lock answered: what the server deleted (or left held).
+    Answered(Release),
+    /// The lock refused: this client is not the owner any more.
+    NotOwner,
+}
+
+impl Released {
+    /// The answer; a refusal as an error, for stories in which the client
+    /// is sure to still own its lock.
+    pub fn answered(self) -> Result<Release> {
+        match self {
+            Self::Answered(release) => Ok(release),
+            Self::NotOwner => Err(HarnessError::Lock(LockError::NotOwner)),
+        }
+    }
+}
 
 // ANCHOR: guard
 /// A held lock that is released when the guard goes out of scope.

@@ -16,6 +16,12 @@
 //! The timeline is the history told in words: each client entry is also a
 //! line there. The checkers ([`crate::check`]) read the history and nothing
 //! else; it is also written as JSON lines, one entry per line.
+//!
+//! The names of the kinds of fault ([`fault_kind`]) are the record's words:
+//! the nemesis writes them here and the checkers read them here, so neither
+//! the record nor the judge knows the code that makes faults.
+
+pub mod fault_kind;
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -25,8 +31,8 @@ use lockcore::{Acquired, LockError, Release};
 use serde_json::{Value, json};
 use tokio::time::Instant;
 
-use crate::fault::Kind;
 use crate::observe::{KeyRecord, Timeline, short};
+use fault_kind::Kind;
 
 /// A client operation of the workload.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

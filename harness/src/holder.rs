@@ -20,8 +20,9 @@ use lockcore::{Acquired, LockConfig, LockError, Point, Release, StageEntry};
 use tokio::io::AsyncBufReadExt;
 use tokio::sync::mpsc;
 
-use crate::client::{Client, ClientFactory, Released};
+use crate::client::{Client, ClientFactory};
 use crate::error::{HarnessError, Result};
+use crate::guard::Released;
 use crate::history::{Detail, History, Op, Phase};
 use crate::observe::Timeline;
 use crate::process::{self, Signal};

@@ -52,6 +52,7 @@ pub mod server;
 pub mod topology;
 pub mod workload;
 
-pub use client::{Client, ClientFactory, Released};
+pub use client::{Client, ClientFactory};
 pub use error::{HarnessError, Result};
+pub use guard::Released;
 pub use scenario::{FlightRecorder, Outcome, Run, SCENARIOS, Scenario, ScenarioEnv, Timing};

@@ -27,7 +27,7 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use harness::ScenarioEnv;
-use harness::check::Finding;
+use harness::check::{Finding, verdict_words};
 use harness::observe::{Timeline, sequence_diagram};
 use harness::server::Backend;
 use harness::workload::{Fencing, RequestIds};
@@ -386,7 +386,10 @@ fn rendered(base: &str, command: &str, timeline: &Timeline) -> [(String, String)
     }
     lines.push_str(&timeline.render());
     let timeline_md = format!("{header}{}", html::timeline(&lines));
-    let diagram_md = format!("{header}\n```mermaid\n{}```\n", sequence_diagram(timeline));
+    let diagram_md = format!(
+        "{header}\n```mermaid\n{}```\n",
+        sequence_diagram(timeline, &verdict_words())
+    );
     [
         (format!("{base}.timeline.md"), timeline_md),
         (format!("{base}.diagram.md"), diagram_md),

@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use harness::check::Finding;
+use harness::check::{Finding, verdict_words};
 use harness::holder::Launcher;
 use harness::observe::sequence_diagram;
 use harness::server::Backend;
@@ -99,7 +99,7 @@ pub async fn run(
         }
     };
     if output.diagram {
-        print!("{}", sequence_diagram(&outcome.timeline));
+        print!("{}", sequence_diagram(&outcome.timeline, &verdict_words()));
     } else if output.every_line {
         print!("{}", outcome.timeline.render_every_line());
     } else {

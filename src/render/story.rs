@@ -4,7 +4,7 @@
 use std::fmt::Write as _;
 
 use harness::Scenario;
-use harness::check::{Finding, Verdict};
+use harness::check::{Finding, Verdict, verdict_words};
 use harness::observe::{Timeline, sequence_diagram};
 use lockcore::Description;
 
@@ -54,7 +54,8 @@ pub fn page(
                 findings(verdict)
             );
             body.push_str("<h2>Sequence diagram</h2>\n");
-            body.push_str(&html::diagram(&sequence_diagram(timeline)));
+            let diagram = sequence_diagram(timeline, &verdict_words());
+            body.push_str(&html::diagram(&diagram));
             body.push_str("<h2>Timeline</h2>\n");
             body.push_str(&html::timeline(&timeline.render()));
         }

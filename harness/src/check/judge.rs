@@ -339,7 +339,7 @@ mod tests {
     use lockcore::{Acquired, Release};
 
     use super::*;
-    use crate::fault::Kind;
+    use crate::history::fault_kind::Kind;
     use crate::observe::{NodeKeys, Timeline};
 
     const KEY: &str = "lock:stock";

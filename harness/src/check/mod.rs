@@ -32,9 +32,9 @@ use std::time::Duration;
 
 pub use finding::{Finding, Verdict};
 pub use judge::judge;
-pub use outcome::Outcome;
+pub use outcome::{Outcome, verdict_words};
 
-use crate::fault::Kind;
+use crate::history::fault_kind::Kind;
 use crate::history::{Entry, Op, Phase, What};
 
 /// A property that did not hold.

@@ -6,6 +6,18 @@ use super::{Finding, Verdict, judge};
 use crate::history::Recorded;
 use crate::observe::Timeline;
 
+/// The word that opens the line a judged timeline ends with.
+const VERDICT: &str = "verdict";
+
+/// The words that open the judge's lines on a timeline (`verdict: …`, and
+/// each finding's, `OVERSOLD: …`): what a sequence diagram is given to draw
+/// them as verdicts, since what was seen knows no verdict.
+pub fn verdict_words() -> Vec<&'static str> {
+    std::iter::once(VERDICT)
+        .chain(Finding::ALL.map(Finding::label))
+        .collect()
+}
+
 /// What a run saw.
 #[derive(Debug, Clone)]
 pub struct Outcome {
@@ -28,7 +40,7 @@ impl Outcome {
         for line in said {
             timeline.record("harness", line);
         }
-        timeline.record("harness", format!("verdict: {verdict}"));
+        timeline.record("harness", format!("{VERDICT}: {verdict}"));
         Self {
             verdict,
             facts,

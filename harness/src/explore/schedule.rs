@@ -26,7 +26,7 @@ use std::time::Duration;
 use lockcore::Description;
 
 use super::rng::Rng;
-pub use crate::fault::Kind;
+pub use crate::history::fault_kind::Kind;
 
 /// Which matrix scenario each kind of fault tells, and where it applies.
 impl Kind {

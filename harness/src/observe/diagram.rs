@@ -11,7 +11,9 @@
 //!
 //! It reads only what the timeline recorded (commands with their paired
 //! replies, the history's narration), so it draws what happened, not what a
-//! scenario meant to happen.
+//! scenario meant to happen. Which lines are verdicts it is told by its
+//! caller, as the words that open them: what was seen knows no verdict, and
+//! the words are the judge's.
 
 use std::fmt::Write as _;
 use std::time::SystemTime;
@@ -23,9 +25,11 @@ use super::timeline::{Event, Repeated, Timeline};
 const ENTERS: &str = "acquired the lock";
 const LEAVES: [&str; 3] = ["leaves the critical section", "KILLED", "died at"];
 
-/// The Mermaid source of `timeline`'s sequence diagram.
-pub fn sequence_diagram(timeline: &Timeline) -> String {
-    Diagram::new(timeline).draw()
+/// The Mermaid source of `timeline`'s sequence diagram. A line of the
+/// harness that opens with one of `verdict_words` and a colon (`verdict: …`,
+/// `OVERSOLD: …`) is a verdict, drawn across every lifeline.
+pub fn sequence_diagram(timeline: &Timeline, verdict_words: &[&str]) -> String {
+    Diagram::new(timeline, verdict_words).draw()
 }
 
 /// Who appears in the diagram. Each gets the alias `P<position>`, so no
@@ -99,10 +103,12 @@ struct Diagram {
     /// The commands a script ran, not yet written: (node, commands), one
     /// note for the whole script.
     lua: Option<(String, Vec<String>)>,
+    /// How a verdict line opens: each verdict word and its colon.
+    verdict_openings: Vec<String>,
 }
 
 impl Diagram {
-    fn new(timeline: &Timeline) -> Self {
+    fn new(timeline: &Timeline, verdict_words: &[&str]) -> Self {
         let runs = fold_interleaved_retries(timeline.folded());
         let lifelines = Lifelines::of(&runs);
         Self {
@@ -112,6 +118,10 @@ impl Diagram {
             out: String::new(),
             inside: Vec::new(),
             lua: None,
+            verdict_openings: verdict_words
+                .iter()
+                .map(|word| format!("{word}:"))
+                .collect(),
         }
     }
 
@@ -273,13 +283,20 @@ impl Diagram {
         if let Some((node, rest)) = node {
             let over = self.lifelines.alias(node, true);
             self.add_note(over, format!("{at} {rest}"));
-        } else if is_verdict(&e.text) {
+        } else if self.is_verdict(&e.text) {
             let last = self.lifelines.order().len() - 1;
             self.add_note(format!("P0,P{last}"), format!("{at} {}", e.text));
         } else {
             let over = self.lifelines.alias("harness", false);
             self.add_note(over, format!("{at} {}", e.text));
         }
+    }
+
+    /// A verdict line of the harness: `verdict: …` or `OVERSOLD: …`.
+    fn is_verdict(&self, text: &str) -> bool {
+        self.verdict_openings
+            .iter()
+            .any(|opening| text.starts_with(opening.as_str()))
     }
 
     /// A client's own narration; it opens or closes its critical section.
@@ -334,14 +351,6 @@ fn fold_interleaved_retries(runs: Vec<Repeated>) -> Vec<Repeated> {
     out
 }
 
-/// A verdict line of the harness: `verdict: …` or `OVERSOLD: …`.
-fn is_verdict(text: &str) -> bool {
-    text.starts_with("verdict:")
-        || crate::check::Finding::ALL
-            .iter()
-            .any(|f| text.starts_with(&format!("{}:", f.label())))
-}
-
 /// Text Mermaid shows as written: `;` and `#` would end or start
 /// something, `<` and `>` would be read as HTML.
 fn escape(text: &str) -> String {
@@ -364,6 +373,13 @@ mod tests {
     use super::*;
     use crate::history::History;
     use lockcore::{Acquired, Release};
+
+    /// The judge's words that the tests' timelines use.
+    const VERDICT_WORDS: [&str; 2] = ["verdict", "FOREIGN-DELETE"];
+
+    fn draw(timeline: &Timeline) -> String {
+        sequence_diagram(timeline, &VERDICT_WORDS)
+    }
 
     fn command(timeline: &Timeline, client: &str, text: &str) {
         timeline.record_at(SystemTime::now(), client, Some("lock"), text);
@@ -394,7 +410,7 @@ mod tests {
         command(&timeline, "client-A", "DEL lock:stock -> 1");
         history.released("client-A", Release::Deleted);
         timeline.record("harness", "verdict: FOREIGN-DELETE");
-        sequence_diagram(&timeline)
+        draw(&timeline)
     }
 
     #[test]
@@ -453,7 +469,7 @@ mod tests {
             command(&timeline, "client-C", "SET lock:stock c NX PX 300 -> nil");
         }
         command(&timeline, "client-B", "SET lock:stock b NX PX 300 -> OK");
-        let diagram = sequence_diagram(&timeline);
+        let diagram = draw(&timeline);
         assert_eq!(diagram.matches("loop 5 times").count(), 2, "{diagram}");
         assert_eq!(requests(&diagram), 3, "{diagram}");
         let last = diagram.rfind("SET lock:stock b").unwrap_or_default();
@@ -470,7 +486,7 @@ mod tests {
             command(&timeline, "client-A", "GET lock:stock -> a");
             command(&timeline, "client-A", "PTTL lock:stock -> 100");
         }
-        let diagram = sequence_diagram(&timeline);
+        let diagram = draw(&timeline);
         assert!(!diagram.contains("loop"), "{diagram}");
         assert_eq!(requests(&diagram), 4, "{diagram}");
     }
@@ -506,7 +522,7 @@ mod tests {
         command(&timeline, "client-A", "EVALSHA f4f2… 1 lock:stock a -> 1");
         command(&timeline, "client-A", "  lua> GET lock:stock");
         command(&timeline, "client-A", "  lua> DEL lock:stock");
-        let diagram = sequence_diagram(&timeline);
+        let diagram = draw(&timeline);
         assert!(
             diagram.contains("Note over P1: lua#gt; GET lock:stock · DEL lock:stock\n"),
             "{diagram}"

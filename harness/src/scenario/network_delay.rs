@@ -23,8 +23,8 @@ use tokio::time::Instant;
 
 use super::{Recorded, Run, ScenarioEnv};
 use crate::error::{HarnessError, Result};
-use crate::fault::Kind;
 use crate::fault::node::Proxies;
+use crate::history::fault_kind::Kind;
 
 pub(super) fn not_applicable(stage: &Description) -> Option<&'static str> {
     (stage.stage == 0).then_some("no lock command whose reply could be late")

@@ -8,12 +8,22 @@
 //! folder made registers an `atexit` handler that removes what is left of
 //! this process's folders. `kill -9` alone leaves them, until the next
 //! process that makes a folder sweeps the folders of processes that are gone.
+//!
+//! The variables that move the ensembles' folders elsewhere are named here
+//! too: the sweep must look where they point, and the stores' files take
+//! them from here.
 
 #![allow(unsafe_code)]
 
 use std::fmt::Display;
 use std::path::{Path, PathBuf};
 use std::sync::Once;
+
+/// Where ZooKeeper members' data folders go (the temporary directory by
+/// default).
+pub const ZOOKEEPER_DATA_DIR_VAR: &str = "LOCKSTAGES_ZOOKEEPER_DATA_DIR";
+/// Where etcd members' data folders go (a tmpfs when there is one).
+pub const ETCD_DATA_DIR_VAR: &str = "LOCKSTAGES_ETCD_DATA_DIR";
 
 /// A fresh folder under `base` for one server of this process, named
 /// `lockstages-<kind>-<pid>-<tag>-<uuid>` (the tag tells servers of one
@@ -48,7 +58,7 @@ fn remove_folders_of_ended_processes() {
 /// accepts, in each place a server's folder may be.
 fn remove_folders_where(owned: impl Fn(&str) -> bool) {
     let mut bases = vec![std::env::temp_dir(), PathBuf::from("/dev/shm")];
-    for var in [super::zookeeper::DATA_DIR_VAR, super::etcd::DATA_DIR_VAR] {
+    for var in [ZOOKEEPER_DATA_DIR_VAR, ETCD_DATA_DIR_VAR] {
         if let Ok(base) = std::env::var(var) {
             bases.push(PathBuf::from(base));
         }

@@ -25,6 +25,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use tokio::time::{Instant, sleep};
 
+use super::log_tail::tail;
 use crate::error::{HarnessError, Result};
 use crate::process::{self, Signal};
 
@@ -191,7 +192,7 @@ impl Members {
                     "--- member {} ({})\n{}",
                     member.id,
                     member.log.display(),
-                    super::redis_process::tail(&text, lines)
+                    tail(&text, lines)
                 )
             })
             .collect::<Vec<_>>()
@@ -324,7 +325,7 @@ impl Member {
                 Launch::Failed(HarnessError::ServerStart(format!(
                     "{store} member {} exited with {status}; its log ends with:\n{}",
                     self.id,
-                    super::redis_process::tail(&log, 10)
+                    tail(&log, 10)
                 )))
             },
         )

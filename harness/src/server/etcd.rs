@@ -26,6 +26,7 @@ use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
+use super::data_folders::ETCD_DATA_DIR_VAR;
 use super::ensemble::{self, Ensemble, Launch, Members};
 use crate::error::{HarnessError, Result};
 use crate::process;
@@ -36,9 +37,6 @@ pub const ETCD_INSTALL_HINT: &str = "etcd was not found (stage 10 needs the `etc
     Debian/Ubuntu: sudo apt-get install etcd-server\n  \
     elsewhere:     download a release from https://github.com/etcd-io/etcd/releases and put \
     its `etcd` on PATH";
-
-/// Where the members' data directories go (a tmpfs when there is one).
-pub const DATA_DIR_VAR: &str = "LOCKSTAGES_ETCD_DATA_DIR";
 
 /// etcd's Raft heartbeat (its default).
 pub const HEARTBEAT: Duration = Duration::from_millis(100);
@@ -100,7 +98,7 @@ impl EtcdCluster {
     pub async fn start(size: usize) -> Result<Self> {
         etcd_installed()?;
         ensemble::with_free_ports(STORE, |attempt| async move {
-            let dir = ensemble::cluster_dir(DATA_DIR_VAR, true, "etcd", attempt);
+            let dir = ensemble::cluster_dir(ETCD_DATA_DIR_VAR, true, "etcd", attempt);
             let mut cluster = Self::configure(size, dir).map_err(|e| Launch::Failed(e.into()))?;
             for index in 0..size {
                 cluster.spawn(index, "new").map_err(Launch::Failed)?;

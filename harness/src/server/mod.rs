@@ -12,6 +12,7 @@ pub mod docker;
 pub mod ensemble;
 pub mod etcd;
 pub mod external;
+mod log_tail;
 mod redis_process;
 pub mod shared_zookeeper;
 pub mod zookeeper;
@@ -19,6 +20,7 @@ pub mod zookeeper;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::Arc;
 
+pub use data_folders::{ETCD_DATA_DIR_VAR, ZOOKEEPER_DATA_DIR_VAR};
 use docker::Kind;
 pub use docker::{OWNER_LABEL, RedisContainer, RigLease, RunNetwork, Spares, docker_answers};
 pub use external::{ExternalServer, URL_VAR};

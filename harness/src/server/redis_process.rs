@@ -9,6 +9,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::time::{Instant, sleep};
 
+use super::log_tail::tail;
 use crate::error::{HarnessError, Result};
 use crate::process::{self, Signal};
 
@@ -299,9 +300,4 @@ async fn answering_pid(addr: SocketAddr) -> Option<u32> {
     info.lines()
         .find_map(|line| line.strip_prefix("process_id:"))
         .and_then(|pid| pid.trim().parse().ok())
-}
-
-pub(super) fn tail(text: &str, lines: usize) -> String {
-    let all: Vec<&str> = text.lines().collect();
-    all[all.len().saturating_sub(lines)..].join("\n")
 }

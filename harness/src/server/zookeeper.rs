@@ -28,6 +28,7 @@ use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
+use super::data_folders::ZOOKEEPER_DATA_DIR_VAR;
 use super::ensemble::{self, Ensemble, Launch, Members};
 use crate::error::{HarnessError, Result};
 use crate::process;
@@ -41,8 +42,6 @@ pub const ZOOKEEPER_INSTALL_HINT: &str = "ZooKeeper was not found (stage 9 needs
 
 /// Overrides the server's classpath (Debian's jar by default).
 pub const CLASSPATH_VAR: &str = "LOCKSTAGES_ZOOKEEPER_CLASSPATH";
-/// Where the members' data directories go (the temporary directory by default).
-pub const DATA_DIR_VAR: &str = "LOCKSTAGES_ZOOKEEPER_DATA_DIR";
 
 /// Debian's server jar; its manifest's `Class-Path` brings netty, slf4j…
 const DEBIAN_JAR: &str = "/usr/share/java/zookeeper.jar";
@@ -111,7 +110,7 @@ impl ZkEnsemble {
     pub async fn start(size: usize) -> Result<Self> {
         let classpath = zookeeper_classpath()?;
         ensemble::with_free_ports(STORE, |attempt| {
-            let dir = ensemble::cluster_dir(DATA_DIR_VAR, false, "zk", attempt);
+            let dir = ensemble::cluster_dir(ZOOKEEPER_DATA_DIR_VAR, false, "zk", attempt);
             let mut zk = Self {
                 members: Members::new(STORE, dir, mode_query),
                 classpath: classpath.clone(),

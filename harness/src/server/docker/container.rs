@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use testcontainers::bollard::Docker;
 use testcontainers::bollard::models::{
-    EndpointIpamConfig, EndpointSettings, NetworkConnectRequest, NetworkDisconnectRequest,
+    EndpointIpamConfig, EndpointSettings, NetworkConnectRequest,
 };
 use testcontainers::bollard::query_parameters::KillContainerOptionsBuilder;
 use testcontainers::core::client::docker_client_instance;
@@ -16,10 +16,12 @@ use testcontainers::runners::AsyncRunner as _;
 use testcontainers::{ContainerAsync, GenericImage, ImageExt as _};
 use tokio::time::{Instant, sleep};
 
+use super::network::disconnect;
 use super::spares::{self, Kind, Origin, RigLease, Spares};
 use super::{IMAGE_HINT, OWNER_LABEL, RunNetwork, owner, reaper, split_image};
 use crate::error::{HarnessError, Result};
-use crate::server::redis_process::{ping, tail};
+use crate::server::log_tail::tail;
+use crate::server::redis_process::ping;
 
 /// How long a fresh container may take to answer PING.
 const READY_WITHIN: Duration = Duration::from_secs(20);
@@ -482,18 +484,4 @@ async fn address_on(docker: &Docker, id: &str, network: &str) -> Result<Ipv4Addr
         .and_then(|endpoint| endpoint.ip_address)
         .and_then(|ip| ip.parse().ok())
         .ok_or_else(|| HarnessError::Docker(format!("container {id} has no address on {network}")))
-}
-
-/// Disconnects container `id` (or name) from `network`, forcibly: the
-/// engine's answer to a node being cut off, and the way to a stale
-/// endpoint (see [`super::network`]'s removal).
-pub(super) async fn disconnect(docker: &Docker, id: String, network: &str) -> Result<()> {
-    let request = NetworkDisconnectRequest {
-        container: id,
-        force: Some(true),
-    };
-    docker
-        .disconnect_network(network, request)
-        .await
-        .map_err(|e| HarnessError::Docker(format!("disconnect from {network}: {e}")))
 }

@@ -18,7 +18,9 @@ use std::time::Duration;
 
 use testcontainers::bollard::Docker;
 use testcontainers::bollard::errors::Error as BollardError;
-use testcontainers::bollard::models::{Ipam, IpamConfig, NetworkCreateRequest};
+use testcontainers::bollard::models::{
+    Ipam, IpamConfig, NetworkCreateRequest, NetworkDisconnectRequest,
+};
 use tokio::sync::OnceCell;
 
 use super::{OWNER_LABEL, blocking, owner};
@@ -162,8 +164,22 @@ async fn disconnect_everything(docker: &Docker, network: &str, started_on_it: &[
         .flat_map(|(id, endpoint)| endpoint.name.into_iter().chain([id]))
         .chain(started_on_it.iter().cloned());
     for container in names {
-        let _ = super::container::disconnect(docker, container, network).await;
+        let _ = disconnect(docker, container, network).await;
     }
+}
+
+/// Disconnects container `id` (or name) from `network`, forcibly: the
+/// engine's answer to a node being cut off, and the way to a stale
+/// endpoint (see [`remove`]).
+pub(super) async fn disconnect(docker: &Docker, id: String, network: &str) -> Result<()> {
+    let request = NetworkDisconnectRequest {
+        container: id,
+        force: Some(true),
+    };
+    docker
+        .disconnect_network(network, request)
+        .await
+        .map_err(|e| HarnessError::Docker(format!("disconnect from {network}: {e}")))
 }
 
 /// A name no other run of this process has.

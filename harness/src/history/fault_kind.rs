@@ -1,6 +1,7 @@
 //! The kinds of fault, as a record names them: what the explorer's
-//! schedule draws, the nemesis plays and a history notes. Pure words; the
-//! code that makes each fault happen is elsewhere in [`crate::fault`].
+//! schedule draws, the nemesis plays and a history notes. Pure words, kept
+//! with the record: the history and the judge ([`crate::check`]) share them
+//! without knowing the code that makes each fault happen ([`crate::fault`]).
 
 use std::fmt;
 
