@@ -56,7 +56,7 @@ const REASONS: [(&str, &str); 37] = [
     ("no lock to wait for", "没有锁可等"),
     (
         "Redlock needs independent masters: five lock keys on one cluster's masters share its failure detection and its failovers, so they are one system, not five",
-        "Redlock 需要互相独立的 master：五个锁 key 放在同一个集群的几个 master 上，共用这个集群的故障检测和主从切换，是一个系统，而不是五个",
+        "Redlock 需要互相独立的 master：五个锁 key 放在同一个集群的几个 master 上，共用这个集群的故障检测和故障转移，是一个系统，而不是五个",
     ),
     (
         "ZooKeeper: no Redis Cluster; the ensemble elects its own leader",
