@@ -1,17 +1,28 @@
 #!/usr/bin/env python3
-"""Opens pages in headless Chromium, as a reader at 1280 px would, and checks
-what the course promises about them:
+"""Opens pages in headless Chromium, as a reader at 1280 px (and, with
+--width 390, on a phone) would, and checks what the course promises about
+them:
 
 - every Mermaid diagram rendered as an SVG, with a lifeline for every client
   its source declares;
-- nothing is wider than its column: no code block, timeline or table
-  overflows, and the page itself does not scroll sideways;
-- with --table, the page's table has the rows and columns it should (and, as
-  it does not overflow, shows them all);
-- every diagram fits its column (scaled) and has a link that opens it at full
-  size, and none is taller than a few screens;
-- with --width 390, the same checks on a phone's screen (the matrix stays
-  whole: every stage's column on screen, none behind a scrollbar);
+- nothing is wider than its column: no code block or timeline overflows or
+  scrolls sideways, and the page itself does not scroll sideways;
+- no diagram is shrunk until it cannot be read: its text, as drawn, is at
+  least 10 px; a diagram that is wider than its column at that size scrolls
+  sideways in a box of its own (or is folded); each has a link that opens it
+  at full size;
+- no timeline, diagram or program output stands more than 3 screens tall
+  (2,700 px at 1280 x 900, 2,532 px at 390 x 844) unless it is folded (a
+  closed <details>); folded content is checked as it reads once opened;
+- a code line that wraps goes on to the right of where it starts (a
+  hanging indent), never back at its own indentation or left of it, where
+  it would read as a line of code of its own;
+- a table is whole in its column, or scrolls sideways in a box of its own
+  with its first column (the row's name) staying on screen; its text is at
+  least 10 px; and the columns its text cites (named in an enclosing
+  `data-cites="a|b"`) are on screen without scrolling;
+- with --table, the page's table has the rows and columns it should, and
+  shows them all (no scrollbar: the matrix stays whole, at 390 px too);
 - with --book, every chapter of a built mdBook (its html/ folder or the book
   folder itself) is checked; with --search TERM, the book's search box finds
   at least one section for each TERM (a Chinese word as well as a Latin one).
@@ -21,7 +32,7 @@ so it needs nothing but Python's standard library and Debian's `chromium`.
 Each page's screenshot is written into --shots.
 
     browser-check.py --shots target/screenshots [--table RxC] [--diagram] FILE...
-    browser-check.py --shots target/screenshots --book book/zh/book/html --search 看门狗
+    browser-check.py --shots target/screenshots --book book/zh/book/html --width 1280 --width 390 --search 看门狗
     browser-check.py --shots target/screenshots/phone --width 390 --table 20x12 book/book/html/matrix.html
 """
 
@@ -37,10 +48,20 @@ import time
 from pathlib import Path
 
 WIDTH = 1280
-HEIGHT = 900
 
-# "A few screens": a diagram taller than this is too long to follow.
-MAX_DIAGRAM_HEIGHT = 5 * HEIGHT
+# A screen: 1280 x 900 on a desk, 390 x 844 on a phone (an iPhone 12 to 14).
+PHONE = 600
+
+
+def screen_height(width):
+    return 844 if width < PHONE else 900
+
+
+# What a reader can read: the smallest text a diagram or a table may show
+# (px, as drawn on the page), and how many screens tall a timeline or a
+# diagram may stand before it must be folded.
+MIN_TEXT = 10
+MAX_SCREENS = 3
 
 # Pages of a built book that are not chapters.
 NOT_CHAPTERS = {'print.html', 'toc.html', '404.html'}
@@ -61,10 +82,26 @@ RENDERED = """
 })()
 """
 
+# The checks, as a function of the page's viewport: `limits` gives the
+# smallest text a diagram or table may show, the tallest a timeline or
+# diagram may stand unfolded, and whether the page's table must be whole.
 CHECKS = """
-(() => {
+((limits) => {
   const problems = [];
   const diagrams = [];
+  const MIN_TEXT = limits.minText;
+  const MAX_HEIGHT = limits.screens * window.innerHeight;
+  const px = n => Math.round(n * 10) / 10;
+  const column = document.querySelector('main') || document.body;
+  const columnBox = column.getBoundingClientRect();
+  const scrolls = el => ['auto', 'scroll'].includes(getComputedStyle(el).overflowX);
+  const start = el => (el.textContent || '').trim().split('\\n')[0].slice(0, 60);
+
+  // Everything folded is checked as it reads once opened (its text, its
+  // wrapping, its width); only the height rule lets a fold off.
+  const closed = [...document.querySelectorAll('details:not([open])')];
+  closed.forEach(d => { d.open = true; });
+
   for (const el of document.querySelectorAll('.mermaid')) {
     const svg = el.querySelector('svg');
     const source = el.dataset.source || '';
@@ -80,11 +117,27 @@ CHECKS = """
     }
     const box = svg.getBoundingClientRect();
     const room = el.getBoundingClientRect();
-    if (box.width > room.width + 1) {
+    // Wider than its column only inside a box that scrolls sideways, and
+    // that box itself within the column.
+    if (box.width > room.width + 1 && !scrolls(el)) {
       problems.push(`a diagram is wider than its column (${Math.round(box.width)} > ${Math.round(room.width)} px)`);
     }
-    if (box.height > MAX_HEIGHT) {
-      problems.push(`a diagram is ${Math.round(box.height)} px tall, more than ${MAX_HEIGHT}`);
+    if (room.right > columnBox.right + 1) {
+      problems.push(`a diagram's box overflows its column (${Math.round(room.right)} > ${Math.round(columnBox.right)} px)`);
+    }
+    // The text as shown: its font size times the scale the SVG is drawn at.
+    let smallest = Infinity;
+    let label = '';
+    for (const t of svg.querySelectorAll('text, foreignObject')) {
+      const words = t.textContent.trim();
+      const m = t.getScreenCTM();
+      if (!words || !m) continue;
+      const styled = t.tagName === 'foreignObject' ? (t.querySelector('*') || t) : t;
+      const size = parseFloat(getComputedStyle(styled).fontSize) * Math.hypot(m.a, m.b);
+      if (size < smallest) { smallest = size; label = words.slice(0, 50); }
+    }
+    if (smallest < MIN_TEXT) {
+      problems.push(`a diagram's text is shown at ${px(smallest)} px, under ${MIN_TEXT} (${Math.round(box.width)} x ${Math.round(box.height)} px, e.g. "${label}")`);
     }
     const next = el.nextElementSibling;
     // In the book (which has a search toggle), mermaid-init.js adds the link.
@@ -92,34 +145,145 @@ CHECKS = """
         !(next && next.classList.contains('diagram-full') && next.querySelector('a[href]'))) {
       problems.push('a diagram has no link to open it at full size');
     }
-    diagrams.push({clients: declared.length, lifelines, width: box.width, height: box.height});
+    diagrams.push({clients: declared.length, lifelines, width: Math.round(box.width),
+                   height: Math.round(box.height), text: px(smallest)});
   }
-  const column = document.querySelector('main') || document.body;
-  const right = column.getBoundingClientRect().right + 1;
-  const blocks = [...document.querySelectorAll('pre:not(.mermaid), table')];
+
+  const right = columnBox.right + 1;
+  const blocks = [...document.querySelectorAll('pre:not(.mermaid)')];
   for (const el of blocks) {
-    const what = el.tagName === 'TABLE' ? 'a table' :
-      (el.classList.contains('timeline') ? 'a timeline' : 'a code block');
-    const start = (el.textContent || '').trim().split('\\n')[0].slice(0, 60);
+    const what = el.classList.contains('timeline') ? 'a timeline' : 'a code block';
     if (el.scrollWidth > el.clientWidth + 1) {
-      problems.push(`${what} scrolls sideways (${el.scrollWidth} > ${el.clientWidth} px): ${start}`);
+      problems.push(`${what} scrolls sideways (${el.scrollWidth} > ${el.clientWidth} px): ${start(el)}`);
     }
     if (el.getBoundingClientRect().right > right) {
-      problems.push(`${what} overflows its column: ${start}`);
-    }
-    const wrapper = el.parentElement;
-    if (el.tagName === 'TABLE' && wrapper && wrapper.scrollWidth > wrapper.clientWidth + 1) {
-      problems.push(`a table hides columns behind a scrollbar (${wrapper.scrollWidth} > ${wrapper.clientWidth} px): ${start}`);
+      problems.push(`${what} overflows its column: ${start(el)}`);
     }
   }
+
+  // A wrapped line goes on to the right of where it starts (a hanging
+  // indent), never back at its own indentation or left of it, where it
+  // would read as a line of code of its own.
+  let restarts = [];
+  for (const code of document.querySelectorAll('pre > code, pre.timeline')) {
+    if (code.closest('.mermaid')) continue;
+    const walker = document.createTreeWalker(code, NodeFilter.SHOW_TEXT);
+    const pieces = [];
+    let length = 0;
+    while (walker.nextNode()) { pieces.push([walker.currentNode, length]); length += walker.currentNode.length; }
+    const at = offset => {
+      let lo = 0, hi = pieces.length - 1;
+      while (lo < hi) { const mid = (lo + hi + 1) >> 1; if (pieces[mid][1] <= offset) lo = mid; else hi = mid - 1; }
+      const [node, from] = pieces[lo];
+      return [node, Math.min(offset - from, node.length)];
+    };
+    const text = pieces.map(p => p[0].data).join('');
+    let offset = 0;
+    for (const line of text.split('\\n')) {
+      const first = line.search(/\\S/);
+      if (first >= 0) {
+        const range = document.createRange();
+        range.setStart(...at(offset + first));
+        range.setEnd(...at(offset + first + 1));
+        const head = range.getClientRects()[0];
+        range.setEnd(...at(offset + line.length));
+        if (head) {
+          for (const r of range.getClientRects()) {
+            if (r.width > 0 && r.top > head.top + head.height / 2 && r.left < head.left + 1) {
+              restarts.push(`${Math.round(r.left - head.left)} px from its start: ${line.trim().slice(0, 60)}`);
+              break;
+            }
+          }
+        }
+      }
+      offset += line.length + 1;
+    }
+  }
+  if (restarts.length) {
+    problems.push(`${restarts.length} wrapped line(s) go on at or left of where they start, like a line of their own (no hanging indent); the first: ${restarts[0]}`);
+  }
+
+  // Tables: whole in their column, or scrolling sideways in a box of their
+  // own with the first column (the row's name) staying on screen; text at
+  // least MIN_TEXT; and the columns the text cites (the names in an
+  // enclosing data-cites, "a|b|c") on screen without scrolling.
+  const tables = [...document.querySelectorAll('table')];
+  const cited = new Map();
+  for (const table of tables) {
+    const wrapper = table.parentElement;
+    const wrapBox = wrapper.getBoundingClientRect();
+    const first = start(table);
+    let small = Infinity;
+    for (const cell of table.querySelectorAll('th, td')) {
+      if (cell.textContent.trim() && cell.getClientRects().length) {
+        small = Math.min(small, parseFloat(getComputedStyle(cell).fontSize));
+      }
+    }
+    if (small < MIN_TEXT) {
+      problems.push(`a table's text is ${px(small)} px, under ${MIN_TEXT}: ${first}`);
+    }
+    if (wrapBox.right > right || table.getBoundingClientRect().left < columnBox.left - 1) {
+      problems.push(`a table overflows its column: ${first}`);
+    }
+    const hidden = wrapper.scrollWidth > wrapper.clientWidth + 1;
+    if (hidden && (limits.whole || !scrolls(wrapper))) {
+      problems.push(`a table hides columns behind a scrollbar (${wrapper.scrollWidth} > ${wrapper.clientWidth} px): ${first}`);
+    } else if (hidden) {
+      const before = wrapper.scrollLeft;
+      wrapper.scrollLeft = wrapper.scrollWidth;
+      const stays = [...table.rows].every(row => !row.cells.length ||
+        Math.abs(row.cells[0].getBoundingClientRect().left - wrapBox.left) < 2);
+      wrapper.scrollLeft = before;
+      if (!stays) {
+        problems.push(`a table scrolls sideways (${wrapper.scrollWidth} > ${wrapper.clientWidth} px) and its first column scrolls away with it: ${first}`);
+      }
+    }
+    const holder = table.closest('[data-cites]');
+    if (holder && table.rows.length) {
+      const names = holder.dataset.cites.split('|').map(n => n.trim()).filter(Boolean);
+      if (!cited.has(holder)) cited.set(holder, new Map(names.map(n => [n, 0])));
+      const found = cited.get(holder);
+      for (const cell of table.rows[0].cells) {
+        const header = cell.textContent.trim();
+        const name = names.find(n => header === n || header.startsWith(n + ' '));
+        if (!name) continue;
+        found.set(name, found.get(name) + 1);
+        const box = cell.getBoundingClientRect();
+        if (!cell.getClientRects().length || box.left < wrapBox.left - 1 || box.right > wrapBox.right + 1) {
+          problems.push(`the cited column "${name}" is not on screen (${Math.round(box.left - wrapBox.left)}..${Math.round(box.right - wrapBox.left)} px in a ${Math.round(wrapBox.width)} px box): ${first}`);
+        }
+      }
+    }
+  }
+  for (const found of cited.values()) {
+    for (const [name, count] of found) {
+      if (!count) problems.push(`data-cites names a column no table has: "${name}"`);
+    }
+  }
+
+  closed.forEach(d => { d.open = false; });
+
+  // Timelines and diagrams as they stand on the page: at most a few
+  // screens each, unless folded (a closed <details>) for the reader to open.
+  const tall = [...document.querySelectorAll('.mermaid, pre.timeline, pre:has(> code.language-text)')];
+  for (const el of tall) {
+    if (el.closest('details:not([open])')) continue;
+    const height = el.getBoundingClientRect().height;
+    if (height > MAX_HEIGHT) {
+      const what = el.classList.contains('mermaid') ? 'a diagram' :
+        (el.classList.contains('timeline') ? 'a timeline' : 'a text block');
+      problems.push(`${what} is ${Math.round(height)} px tall, ${px(height / window.innerHeight)} screens, more than ${limits.screens} (${MAX_HEIGHT} px) unfolded: ${start(el)}`);
+    }
+  }
+
   if (document.documentElement.scrollWidth > window.innerWidth) {
     problems.push(`the page scrolls sideways (${document.documentElement.scrollWidth} px)`);
   }
   const table = document.querySelector('table');
   const shape = table ? {rows: table.rows.length, columns: table.rows[0].cells.length} : null;
-  return JSON.stringify({problems, diagrams, blocks: blocks.length, table: shape});
-})()
-""".replace('MAX_HEIGHT', str(MAX_DIAGRAM_HEIGHT))
+  return JSON.stringify({problems, diagrams, blocks: blocks.length + tables.length, table: shape});
+})
+"""
 
 # Opens the search box and types `term`; the number of results, once the
 # index has loaded and answered (-1 while it has not).
@@ -258,13 +422,14 @@ def chapters(folder):
 
 
 def check(browser, path, shots, table, width=WIDTH):
+    screen = screen_height(width)
     target = browser.send('Target.createTarget', {'url': 'about:blank'})['targetId']
     session = browser.send('Target.attachToTarget',
                            {'targetId': target, 'flatten': True})['sessionId']
     s = lambda method, params=None: browser.send(method, params, session)
     s('Page.enable')
     s('Emulation.setDeviceMetricsOverride',
-      {'width': width, 'height': HEIGHT, 'deviceScaleFactor': 1, 'mobile': width < 600})
+      {"width": width, "height": screen, "deviceScaleFactor": 1, "mobile": width < PHONE})
     s('Page.addScriptToEvaluateOnNewDocument', {'source': KEEP_SOURCES})
     s('Page.navigate', {'url': Path(path).resolve().as_uri()})
     browser.wait_event('Page.loadEventFired')
@@ -275,7 +440,9 @@ def check(browser, path, shots, table, width=WIDTH):
             break
         time.sleep(0.2)
     time.sleep(0.3)
-    evaluated = s('Runtime.evaluate', {'expression': CHECKS, 'returnByValue': True})
+    limits = {'minText': MIN_TEXT, 'screens': MAX_SCREENS, 'whole': bool(table)}
+    evaluated = s('Runtime.evaluate', {'expression': f'{CHECKS}({json.dumps(limits)})',
+                                       'returnByValue': True})
     if 'exceptionDetails' in evaluated:
         raise RuntimeError(f'the checks failed to run: {evaluated["exceptionDetails"]}')
     result = json.loads(evaluated['result']['value'])
@@ -305,8 +472,9 @@ def main():
                         help='check every chapter of the book built in DIR')
     parser.add_argument('--search', action='append', default=[], metavar='TERM',
                         help="each --book's search must find TERM")
-    parser.add_argument('--width', type=int, default=WIDTH,
-                        help='the window\'s width in px (390: a phone)')
+    parser.add_argument('--width', type=int, action='append', metavar='PX',
+                        help='the window\'s width in px (390: a phone); once per width '
+                             'to check the pages at (default 1280)')
     parser.add_argument('pages', nargs='*')
     args = parser.parse_args()
     args.shots.mkdir(parents=True, exist_ok=True)
@@ -324,12 +492,12 @@ def main():
                 status = 'ok' if count > 0 else 'FAIL'
                 print(f'{status:4} {folder}: search for {term!r} found {max(count, 0)} section(s)')
                 failed |= count <= 0
-        for page in pages:
-            result, shot = check(browser, page, args.shots, args.table, args.width)
+        for page, width in [(p, w) for w in args.width or [WIDTH] for p in pages]:
+            result, shot = check(browser, page, args.shots, args.table, width)
             if args.diagram and not result['diagrams']:
                 result['problems'].append('no diagram on the page')
             status = 'FAIL' if result['problems'] else 'ok'
-            print(f'{status:4} {page} at {args.width} px: {len(result["diagrams"])} diagram(s) '
+            print(f'{status:4} {page} at {width} px: {len(result["diagrams"])} diagram(s) '
                   f'{[d["clients"] for d in result["diagrams"]]} clients, '
                   f'{result["blocks"]} blocks, table {result["table"]}; screenshot {shot}')
             for problem in result['problems']:
