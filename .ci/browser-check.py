@@ -13,14 +13,18 @@ them:
   at full size;
 - no timeline, diagram or program output stands more than 3 screens tall
   (2,700 px at 1280 x 900, 2,532 px at 390 x 844) unless it is folded (a
-  closed <details>); folded content is checked as it reads once opened;
+  closed <details>); folded content is checked as it reads once opened; a
+  timeline folded in part keeps in sight every line at a time (`T+84ms`)
+  the prose around it quotes;
 - a code line that wraps goes on to the right of where it starts (a
   hanging indent), never back at its own indentation or left of it, where
   it would read as a line of code of its own;
 - a table is whole in its column, or scrolls sideways in a box of its own
   with its first column (the row's name) staying on screen; its text is at
   least 10 px; and the columns its text cites (named in an enclosing
-  `data-cites="a|b"`) are on screen without scrolling;
+  `data-cites="a|b"`: a header, or its start up to a space, comma or
+  parenthesis) are shown: on screen, or, in a table that scrolls, first,
+  before any column the text does not cite; a name no header has fails;
 - with --table, the page's table has the rows and columns it should, and
   shows them all (no scrollbar: the matrix stays whole, at 390 px too);
 - with --book, every chapter of a built mdBook (its html/ folder or the book
@@ -206,7 +210,8 @@ CHECKS = """
   // Tables: whole in their column, or scrolling sideways in a box of their
   // own with the first column (the row's name) staying on screen; text at
   // least MIN_TEXT; and the columns the text cites (the names in an
-  // enclosing data-cites, "a|b|c") on screen without scrolling.
+  // enclosing data-cites, "a|b|c") shown: on screen, or first in a table
+  // that scrolls.
   const tables = [...document.querySelectorAll('table')];
   const cited = new Map();
   for (const table of tables) {
@@ -243,16 +248,28 @@ CHECKS = """
       const names = holder.dataset.cites.split('|').map(n => n.trim()).filter(Boolean);
       if (!cited.has(holder)) cited.set(holder, new Map(names.map(n => [n, 0])));
       const found = cited.get(holder);
-      for (const cell of table.rows[0].cells) {
-        const header = cell.textContent.trim();
-        const name = names.find(n => header === n || header.startsWith(n + ' '));
-        if (!name) continue;
-        found.set(name, found.get(name) + 1);
-        const box = cell.getBoundingClientRect();
-        if (!cell.getClientRects().length || box.left < wrapBox.left - 1 || box.right > wrapBox.right + 1) {
-          problems.push(`the cited column "${name}" is not on screen (${Math.round(box.left - wrapBox.left)}..${Math.round(box.right - wrapBox.left)} px in a ${Math.round(wrapBox.width)} px box): ${first}`);
+      // In the order the reader meets them, left to right.
+      const headers = [...table.rows[0].cells]
+        .map(cell => ({cell, text: cell.textContent.trim(), box: cell.getBoundingClientRect()}))
+        .sort((a, b) => a.box.left - b.box.left);
+      let uncited = null;
+      headers.forEach(({cell, text, box}, i) => {
+        const name = names.find(n => text === n || (text.startsWith(n) && /^[ ,(]/.test(text.slice(n.length))));
+        if (!name) {
+          if (i > 0 && !uncited) uncited = text;
+          return;
         }
-      }
+        found.set(name, found.get(name) + 1);
+        if (!cell.getClientRects().length) {
+          problems.push(`the cited column "${name}" is hidden: ${first}`);
+        } else if (!hidden && (box.left < wrapBox.left - 1 || box.right > wrapBox.right + 1)) {
+          problems.push(`the cited column "${name}" is not on screen: ${first}`);
+        } else if (hidden && uncited) {
+          // A table that scrolls shows the cited columns first, after the
+          // row's name: none stands behind a column the text does not cite.
+          problems.push(`the cited column "${name}" comes after "${uncited}", which the text does not cite, in a table that scrolls sideways: ${first}`);
+        }
+      });
     }
   }
   for (const found of cited.values()) {
@@ -273,6 +290,27 @@ CHECKS = """
       const what = el.classList.contains('mermaid') ? 'a diagram' :
         (el.classList.contains('timeline') ? 'a timeline' : 'a text block');
       problems.push(`${what} is ${Math.round(height)} px tall, ${px(height / window.innerHeight)} screens, more than ${limits.screens} (${MAX_HEIGHT} px) unfolded: ${start(el)}`);
+    }
+  }
+
+  // A timeline folded to fit keeps in sight every line at a time the prose
+  // around it quotes (`T+84ms`): the paragraphs before it back to the
+  // previous heading, timeline or diagram, and after it up to the next.
+  const TIME = /T\+\d+ms/g;
+  const stop = el => /^H[1-6]$/.test(el.tagName) || el.matches('pre.timeline, .mermaid') ||
+    !!el.querySelector('pre.timeline, .mermaid');
+  for (const pre of document.querySelectorAll('pre.timeline')) {
+    const folded = [...pre.querySelectorAll('details:not([open]) .line')];
+    if (!folded.length) continue;
+    const cited = new Set();
+    for (const step of ['previousElementSibling', 'nextElementSibling']) {
+      for (let el = pre[step]; el && !stop(el); el = el[step]) {
+        for (const t of el.textContent.match(TIME) || []) cited.add(t);
+      }
+    }
+    const hidden = folded.flatMap(line => line.textContent.match(TIME) || []).filter(t => cited.has(t));
+    if (hidden.length) {
+      problems.push(`a timeline folds away a line at a time its prose cites (${[...new Set(hidden)].join(', ')}): ${start(pre)}`);
     }
   }
 

@@ -17,37 +17,20 @@
     }
 
     const theme = lastThemeWasLight ? 'default' : 'dark';
-    // Every diagram is scaled to fit the column, so every lifeline and
-    // note is in sight; a link under it opens it at full size in a tab of
-    // its own, where its labels read at their natural size.
+    // Mermaid draws each diagram to its column's width; lockstages.js then
+    // sizes it so that its text stays readable (scrolling sideways when it
+    // cannot fit), folds one taller than three screens, and adds a link
+    // that opens it at full size in a tab of its own.
     mermaid.initialize({
         startOnLoad: false,
         theme,
         sequence: { useMaxWidth: true },
         flowchart: { useMaxWidth: true },
     });
-    const zh = document.documentElement.lang.startsWith('zh');
-    const fullSize = (diagram) => {
-        const svg = diagram.querySelector('svg');
-        if (!svg || diagram.nextElementSibling?.classList.contains('diagram-full')) {
-            return;
-        }
-        const source = new XMLSerializer().serializeToString(svg);
-        const url = URL.createObjectURL(new Blob([source], { type: 'image/svg+xml' }));
-        const link = document.createElement('a');
-        link.href = url;
-        link.target = '_blank';
-        link.rel = 'noopener';
-        link.textContent = zh ? '查看原尺寸图' : 'Open the diagram at full size';
-        const p = document.createElement('p');
-        p.className = 'diagram-full';
-        p.appendChild(link);
-        diagram.after(p);
-    };
     const draw = () =>
         mermaid
             .run({ querySelector: '.mermaid' })
-            .then(() => document.querySelectorAll('.mermaid').forEach(fullSize));
+            .then(() => window.lockstagesDiagrams.layOut());
     if (document.readyState === 'loading') {
         document.addEventListener('DOMContentLoaded', draw);
     } else {

@@ -2,8 +2,14 @@
 
 use std::fmt::Write as _;
 
-/// The book's stylesheet: timelines wrap, diagrams scroll.
+/// The book's stylesheet: timelines and code wrap under their start,
+/// diagrams stay readable.
 const BOOK_CSS: &str = include_str!("../../book/theme/lockstages.css");
+
+/// The book's script that sizes diagrams (readable text, scrolling or
+/// folded when they cannot fit), folds timelines taller than three screens
+/// and indents wrapped code lines, so pages read as the book does.
+const BOOK_JS: &str = include_str!("../../book/lockstages.js");
 
 /// The Mermaid build the book uses, so pages draw diagrams as the book does.
 pub const MERMAID_JS: &str = include_str!("../../book/mermaid.min.js");
@@ -61,11 +67,14 @@ pub fn page(title: &str, body: &str, mermaid: Mermaid) -> String {
         ),
         Mermaid::Beside => format!("<script src=\"{MERMAID_FILE}\"></script>"),
     };
+    let book_js = BOOK_JS.replace("</script", "<\\/script");
     format!(
         "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
          <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
          <title>{}</title>\n<style>{PAGE_CSS}{BOOK_CSS}</style>\n</head>\n<body>\n{body}\n\
-         {script}\n<script>mermaid.initialize({{ startOnLoad: true, sequence: {{ useMaxWidth: true }} }});</script>\n\
+         {script}\n<script>{book_js}</script>\n\
+         <script>mermaid.initialize({{ startOnLoad: false, sequence: {{ useMaxWidth: true }} }});\n\
+         mermaid.run({{ querySelector: '.mermaid' }}).then(() => lockstagesDiagrams.layOut());</script>\n\
          </body>\n</html>\n",
         escape(title)
     )
@@ -105,6 +114,7 @@ mod tests {
     fn an_inline_page_carries_mermaid_and_the_book_stylesheet() {
         let page = page("t", "<p>x</p>", Mermaid::Inline);
         assert!(page.contains("pre.timeline") && page.contains("mermaid.initialize"));
+        assert!(page.contains("lockstagesDiagrams.layOut()") && page.contains("hangCodeLines"));
         assert!(page.len() > MERMAID_JS.len());
     }
 }

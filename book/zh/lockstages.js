@@ -1,0 +1,1 @@
+../lockstages.js
