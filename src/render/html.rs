@@ -74,7 +74,8 @@ pub fn page(title: &str, body: &str, mermaid: Mermaid) -> String {
          <title>{}</title>\n<style>{PAGE_CSS}{BOOK_CSS}</style>\n</head>\n<body>\n{body}\n\
          {script}\n<script>{book_js}</script>\n\
          <script>mermaid.initialize({{ startOnLoad: false, sequence: {{ useMaxWidth: true }} }});\n\
-         mermaid.run({{ querySelector: '.mermaid' }}).then(() => lockstagesDiagrams.layOut());</script>\n\
+         document.addEventListener('DOMContentLoaded', () =>\n\
+         mermaid.run({{ querySelector: '.mermaid' }}).then(() => lockstagesDiagrams.layOut()));</script>\n\
          </body>\n</html>\n",
         escape(title)
     )
