@@ -465,5 +465,28 @@
         start();
     }
 
+    // On paper nothing scrolls and nothing opens: every fold is opened and
+    // every diagram fits the page's width while printing, as it was after.
+    window.addEventListener('beforeprint', () => {
+        for (const fold of document.querySelectorAll('details.diagram-fold, details.timeline-fold')) {
+            if (!fold.open) {
+                fold.open = true;
+                fold.dataset.printed = 'opened';
+            }
+        }
+        for (const svg of document.querySelectorAll('.mermaid svg')) {
+            svg.style.width = '100%';
+            svg.style.height = 'auto';
+            svg.removeAttribute('height');
+        }
+    });
+    window.addEventListener('afterprint', () => {
+        for (const fold of document.querySelectorAll('details[data-printed]')) {
+            fold.open = false;
+            delete fold.dataset.printed;
+        }
+        layOutDiagrams();
+    });
+
     window.lockstagesDiagrams = { layOut: layOutDiagrams };
 })();
