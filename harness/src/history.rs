@@ -164,6 +164,12 @@ pub enum What {
         /// How long the client is prepared to wait.
         patience: Duration,
     },
+    /// The lock's server has seen `process` ask for the lock, after every
+    /// client already in line: it takes its place at the end of the line.
+    /// A story that promises an order lines its waiters up one at a time,
+    /// each once the server has seen the one before it ask; the order
+    /// checker ([`crate::check::order`]) holds the grants to that line.
+    InLine,
     /// The client died holding whatever it held (a crash at a fault point,
     /// `kill -9`).
     Died,
@@ -240,6 +246,7 @@ impl Entry {
             } => format!("fault #{fault} {phase}: {text}"),
             What::Server { node, command } => format!("[{node}] {command}"),
             What::Ask { patience } => format!("asks for up to {}ms", patience.as_millis()),
+            What::InLine => "in line (the lock's server saw it ask)".to_owned(),
             What::Died => "died".to_owned(),
             What::Left => "left without releasing".to_owned(),
             What::Final {
@@ -284,6 +291,7 @@ impl Entry {
             What::Ask { patience } => {
                 json!({"type": "ask", "patience_ms": patience.as_millis() as u64})
             }
+            What::InLine => json!({"type": "in-line"}),
             What::Died => json!({"type": "died"}),
             What::Left => json!({"type": "left"}),
             What::Final {
@@ -437,6 +445,14 @@ impl History {
     pub fn died(&self, process: &str, how: &str) {
         self.timeline.record(process, how);
         self.push(process, What::Died);
+    }
+
+    /// The lock's server has seen `process` ask: it is now in line, behind
+    /// every client that lined up before it.
+    pub fn in_line(&self, process: &str) {
+        self.timeline
+            .record(process, "is in line: the lock's server has seen it ask");
+        self.push(process, What::InLine);
     }
 
     /// `process` starts asking for the lock for up to `patience`.

@@ -291,6 +291,7 @@ fn finding_mark(finding: Finding) -> &'static str {
         Finding::SelfBlocked => "SB",
         Finding::Refused => "RF",
         Finding::Duplicate => "DP",
+        Finding::OutOfOrder => "OO",
         Finding::StaleWrite => "SW",
     }
 }

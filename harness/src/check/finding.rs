@@ -23,6 +23,9 @@ pub enum Finding {
     /// One request was charged twice: a retry the resource did not
     /// recognise as the same request.
     Duplicate,
+    /// The lock went to a client while another, in line before it, was
+    /// still waiting: a waiter was passed over.
+    OutOfOrder,
     /// The resource accepted a write with an older fencing token than one
     /// it had already seen (the explorer's checker; no scripted story
     /// needs the word, its oversell says it).
@@ -31,7 +34,7 @@ pub enum Finding {
 
 impl Finding {
     /// Every finding, in the order verdicts print them.
-    pub const ALL: [Finding; 7] = [
+    pub const ALL: [Finding; 8] = [
         Finding::Oversold,
         Finding::Overlap,
         Finding::ForeignDelete,
@@ -39,6 +42,7 @@ impl Finding {
         Finding::SelfBlocked,
         Finding::Refused,
         Finding::Duplicate,
+        Finding::OutOfOrder,
     ];
 
     /// What the explorer's checkers judge, in the order its reports print
@@ -63,6 +67,7 @@ impl Finding {
             Finding::SelfBlocked => "self-blocked",
             Finding::Refused => "refused",
             Finding::Duplicate => "duplicate",
+            Finding::OutOfOrder => "order",
         }
     }
 
@@ -81,6 +86,7 @@ impl Finding {
             Finding::SelfBlocked => "SELF-BLOCKED",
             Finding::Refused => "REFUSED",
             Finding::Duplicate => "DUPLICATE",
+            Finding::OutOfOrder => "OUT-OF-ORDER",
             Finding::StaleWrite => "STALE-WRITE",
         }
     }
@@ -98,6 +104,9 @@ impl Finding {
             Finding::Refused => "the lock said no instead of granting an unsafe lock",
             Finding::Duplicate => {
                 "one request was charged twice: a lock serialises a retry, it does not de-duplicate it"
+            }
+            Finding::OutOfOrder => {
+                "a waiter was passed over: the lock went to a client that asked after it"
             }
             Finding::StaleWrite => "the resource accepted a write from an older fencing token",
         }

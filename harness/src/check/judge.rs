@@ -17,6 +17,9 @@
 //!   aimed at it, and nobody was granted an unsafe lock (no overlap). A
 //!   client library that gives up on a late reply is not the lock refusing:
 //!   the lock did grant, so an error does not count.
+//! - OUT-OF-ORDER: the lock went to a client while another that had lined
+//!   up before it still waited ([`super::order`]); judged only where a
+//!   story lined its waiters up;
 //! - DUPLICATE: one request id on two orders or more in the database: a
 //!   request the gateway retried was charged again. A lock cannot see this
 //!   (both charges may be perfectly serialised); only the orders' request
@@ -100,6 +103,16 @@ pub fn judge(history: &History) -> (Verdict, Vec<String>) {
              as a duplicate",
             sellers.join(", ")
         ));
+    }
+    for passed in super::order::passed_over(&entries) {
+        find(
+            Finding::OutOfOrder,
+            format!(
+                "OUT-OF-ORDER: {} got the lock while {} waited in line before it",
+                passed.served,
+                passed.waiting.join(", ")
+            ),
+        );
     }
     let overlaps = overlaps(&entries);
     for (first, second) in &overlaps {

@@ -13,7 +13,9 @@
 //!   client had taken since, from the servers' own record;
 //! - [`stale_write`]: the resource accepted a write with a lower fencing
 //!   token than one it had already seen;
-//! - [`liveness`]: clients asked and nobody held the lock for several TTLs.
+//! - [`liveness`]: clients asked and nobody held the lock for several TTLs;
+//! - [`order`]: a grant passed over a waiter that had lined up before the
+//!   grantee (only where a story lined its waiters up).
 //!
 //! A scripted story's verdict ([`judge()`]) reads the same history for the
 //! matrix's words, each story's window made explicit (a patience window,
@@ -24,6 +26,7 @@ pub mod foreign_delete;
 mod judge;
 pub mod liveness;
 pub mod mutual_exclusion;
+pub mod order;
 mod outcome;
 pub mod oversold;
 pub mod stale_write;

@@ -47,7 +47,7 @@ pub(super) async fn run(stage: StageEntry, env: ScenarioEnv) -> Result<Recorded>
     // B asks for as long as the story lasts; it dies waiting.
     let mut waiter = HolderProcess::spawn(&run.env.launcher, &run.factory, "client-B")?;
     waiter.start_waiting(patience * 10)?;
-    asked(&run, "client-B", patience).await?;
+    run.wait_until_asked("client-B", patience * 10).await?;
 
     let late = run.client("client-C").await?;
     run.factory.history.asking(late.name(), patience);
@@ -57,7 +57,7 @@ pub(super) async fn run(stage: StageEntry, env: ScenarioEnv) -> Result<Recorded>
     };
     let story = async {
         // C is behind B once the server has seen C ask.
-        asked(&run, "client-C", patience).await?;
+        run.wait_until_asked("client-C", patience * 10).await?;
         waiter.kill()?;
         let released = holder.release().await?.answered()?;
         Ok::<_, HarnessError>((released, Instant::now()))
@@ -88,28 +88,4 @@ pub(super) async fn run(stage: StageEntry, env: ScenarioEnv) -> Result<Recorded>
         late.release(&held).await?.answered()?;
     }
     run.record().await
-}
-
-/// Waits until a lock node's `MONITOR` has shown `client` sending a
-/// command: it has asked at least once, so it is in line.
-async fn asked(run: &Run, client: &str, within: Duration) -> Result<()> {
-    let deadline = Instant::now() + within * 10;
-    loop {
-        let seen = run.timeline().events().iter().any(|event| {
-            event.actor == client
-                && event
-                    .node
-                    .as_deref()
-                    .is_some_and(|node| node != run.db_label())
-        });
-        if seen {
-            return Ok(());
-        }
-        if Instant::now() >= deadline {
-            return Err(HarnessError::Holder(format!(
-                "the lock's server never saw {client} ask"
-            )));
-        }
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
 }

@@ -108,6 +108,10 @@ pub const ETCD_REASONS: &[(&str, &str)] = &[
         "ZooKeeper: no Redis Cluster; a member cut off from the majority serves no writes",
         "etcd: no Redis Cluster; a member cut off from the majority serves no writes",
     ),
+    (
+        "ZooKeeper: its queue is ordered by sequence number, but no record of the order its requests arrived in is kept here yet",
+        "etcd: its queue is ordered by create revision, but no record of the order its requests arrived in is kept here yet",
+    ),
 ];
 
 /// What etcd says where ZooKeeper says `reason` (a story added for the

@@ -7,6 +7,7 @@
 //! [`Scenario::play`] hands the record to [`crate::check`], whose
 //! [`Outcome`] is the verdict beside the record.
 
+mod arrival_order;
 mod business_error;
 mod clock_jump;
 mod cluster_failover;
@@ -301,6 +302,12 @@ pub const SCENARIOS: &[Scenario] = &[
         title: "client-A is slow to charge request-1; the gateway times out and retries request-1 at client-B",
         not_applicable: duplicate_request::not_applicable,
         record: |stage, env| Box::pin(duplicate_request::run(stage, env)),
+    },
+    Scenario {
+        name: "arrival-order",
+        title: "four waiters line up one at a time; each client that releases asks again at once",
+        not_applicable: arrival_order::not_applicable,
+        record: |stage, env| Box::pin(arrival_order::run(stage, env)),
     },
 ];
 

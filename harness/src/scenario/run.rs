@@ -398,6 +398,39 @@ impl Run {
         self.record().await.map(Outcome::judged)
     }
 
+    /// Waits (at most `within`) until a lock node's `MONITOR` has shown
+    /// `client` ask for the lock: a lock command of its, not a subscription
+    /// or a connection's set-up. From then on it is in line, whatever the
+    /// lock makes of lines.
+    pub async fn wait_until_asked(&self, client: &str, within: Duration) -> Result<()> {
+        const NOT_ASKING: [&str; 5] = ["SUBSCRIBE", "PSUBSCRIBE", "CLIENT", "PING", "HELLO"];
+        let deadline = tokio::time::Instant::now() + within;
+        loop {
+            let seen = self.timeline().events().iter().any(|event| {
+                event.actor == client
+                    && event
+                        .node
+                        .as_deref()
+                        .is_some_and(|node| node != self.db_label())
+                    && !NOT_ASKING.iter().any(|word| {
+                        event
+                            .text
+                            .get(..word.len())
+                            .is_some_and(|start| start.eq_ignore_ascii_case(word))
+                    })
+            });
+            if seen {
+                return Ok(());
+            }
+            if tokio::time::Instant::now() >= deadline {
+                return Err(HarnessError::StoryNotTold(format!(
+                    "the lock's server never saw {client} ask"
+                )));
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    }
+
     /// The database node's label, for timelines.
     pub fn db_label(&self) -> &str {
         self.db.as_ref().map_or("db", Node::label)

@@ -8,7 +8,7 @@
 use std::fmt::Write as _;
 
 /// The Chinese of every legend label.
-const LEGEND: [(&str, &str); 10] = [
+const LEGEND: [(&str, &str); 11] = [
     ("ok", "没有任何观察器触发"),
     ("OVERSOLD", "订单数多于库存：锁没能保护住数据"),
     ("OVERLAP", "两个客户端同时在临界区里"),
@@ -23,12 +23,16 @@ const LEGEND: [(&str, &str); 10] = [
         "DUPLICATE",
         "同一个请求被扣了两次款：锁能让重试排队，却认不出它是同一个请求",
     ),
+    (
+        "OUT-OF-ORDER",
+        "有等待者被插了队：锁给了一个比它后来的客户端",
+    ),
     ("n/a", "这个场景不适用于这个阶段（原因见下）"),
     ("ERROR", "场景没能运行（见 matrix.json）"),
 ];
 
 /// The Chinese of every reason a scenario gives for not applying.
-const REASONS: [(&str, &str); 37] = [
+const REASONS: [(&str, &str); 39] = [
     (
         "no lock command to crash after",
         "没有加锁命令，也就谈不上在它之后崩溃",
@@ -77,6 +81,14 @@ const REASONS: [(&str, &str); 37] = [
     (
         "ZooKeeper: a dead waiter's node leaves the line with its session; not yet a story here",
         "ZooKeeper：死去的等待者的节点随会话一起离开队列；这里还没有这个场景",
+    ),
+    (
+        "ZooKeeper: its queue is ordered by sequence number, but no record of the order its requests arrived in is kept here yet",
+        "ZooKeeper：它的队列按顺序号排好了，但请求到达服务器的先后，这里还没有记录下来",
+    ),
+    (
+        "etcd: its queue is ordered by create revision, but no record of the order its requests arrived in is kept here yet",
+        "etcd：它的队列按创建 revision 排好了，但请求到达服务器的先后，这里还没有记录下来",
     ),
     (
         "ZooKeeper: a write is in a majority's fsynced log before it is acknowledged; no member restarts empty",
