@@ -32,11 +32,11 @@ use tokio::time::{Instant, sleep_until, timeout};
 use super::generator::{Read, Slots};
 use super::schedule::{AIM_TTLS, CAUGHT_TTLS, Fault, Kind, Schedule, client_name};
 use crate::error::Result;
+use crate::fault::node::{self, LockNodes, Proxies};
 use crate::history::History;
 use crate::process::Signal;
 use crate::scenario::Run;
-use crate::scenario::redlock_topology::Proxies;
-use crate::scenario::replicated::ReplicationLink;
+use crate::topology::replicated::ReplicationLink;
 
 /// The lock's nodes on the replicated topology: the master, and its
 /// replica that a failover promotes.
@@ -363,7 +363,8 @@ impl<'a> Nemesis<'a> {
                     } else {
                         node
                     };
-                    run.jump_clock(node, length).await?;
+                    let victim = run.lock_node(node)?;
+                    node::jump_clock(victim, run.lock_key(), length, run.timeline()).await?;
                 }
                 Ok(())
             }
@@ -404,7 +405,7 @@ impl<'a> Nemesis<'a> {
     async fn fail_over(&self) -> Result<()> {
         let mut run = self.run.lock().await;
         run.kill_node(MASTER).await?;
-        run.promote(REPLICA).await?;
+        node::promote(&run.nodes[REPLICA]).await?;
         let replica = run.nodes[REPLICA].addr();
         if let Some(proxy) = self.proxies.get(MASTER) {
             proxy.retarget(replica);

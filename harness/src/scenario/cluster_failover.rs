@@ -32,8 +32,9 @@
 
 use lockcore::{Description, StageEntry};
 
-use super::failover::{Stale, a_stale_b_on_new_master, note_lock_on_new_master};
-use super::sentinel_failover::wait_for_replicas;
+use super::steps::{
+    Stale, a_stale_b_on_new_master, not_on_a_cluster, note_lock_on_new_master, wait_for_replicas,
+};
 use super::{Recorded, Run, ScenarioEnv};
 use crate::error::Result;
 use crate::topology::cluster::ClusterTopology;
@@ -66,19 +67,6 @@ pub(super) fn not_applicable(stage: &Description) -> Option<&'static str> {
     .or_else(|| not_on_a_cluster(stage))
 }
 
-/// Why a Redis stage has no story on one cluster, if it has none.
-pub(super) fn not_on_a_cluster(stage: &Description) -> Option<&'static str> {
-    if stage.stage == 0 {
-        Some("no lock to lose")
-    } else if stage.nodes > 1 {
-        Some(
-            "Redlock needs independent masters: five lock keys on one cluster's masters share its failure detection and its failovers, so they are one system, not five",
-        )
-    } else {
-        None
-    }
-}
-
 pub(super) async fn run(stage: StageEntry, env: ScenarioEnv, confirm: Confirm) -> Result<Recorded> {
     let (mut run, mut cluster) = Run::start_with_cluster(stage, env, STOCK).await?;
     run.facts.insert("slot", i64::from(cluster.slot));
@@ -86,7 +74,9 @@ pub(super) async fn run(stage: StageEntry, env: ScenarioEnv, confirm: Confirm) -
     let a = run.client("client-A").await?;
 
     // 1. Replication is held back.
-    cluster.hold_replication(&run, MASTER).await?;
+    cluster
+        .hold_replication(&run.nodes, MASTER, run.timeline())
+        .await?;
 
     // 2. A takes the lock; its cluster client sends it to master1.
     let held_a = a.acquire_free(timing.patience()).await?;
@@ -116,7 +106,7 @@ pub(super) async fn run(stage: StageEntry, env: ScenarioEnv, confirm: Confirm) -
     // 4. The cluster decides.
     run.narrate("the harness waits for the cluster to fail over");
     cluster
-        .wait_for_promotion(&run, REPLICA, &SURVIVORS)
+        .wait_for_promotion(&run.nodes, REPLICA, &SURVIVORS)
         .await?;
     note_lock_on_new_master(
         &mut run,
@@ -133,7 +123,7 @@ pub(super) async fn run(stage: StageEntry, env: ScenarioEnv, confirm: Confirm) -
         read_a,
     };
     a_stale_b_on_new_master(&mut run, stale, &b, "replica1, which the cluster promoted").await?;
-    cluster.stop_watching(&run);
+    cluster.stop_watching(run.timeline());
     run.record().await
 }
 
@@ -152,7 +142,7 @@ async fn finish_without_a(mut run: Run, mut cluster: ClusterTopology) -> Result<
     kill_master(&mut run, &cluster).await?;
     run.narrate("master1 KILLED with kill -9");
     cluster
-        .wait_for_promotion(&run, REPLICA, &SURVIVORS)
+        .wait_for_promotion(&run.nodes, REPLICA, &SURVIVORS)
         .await?;
     let b = run.client("client-B").await?;
     let held_b = b.acquire(timing.patience()).await?;
@@ -161,6 +151,6 @@ async fn finish_without_a(mut run: Run, mut cluster: ClusterTopology) -> Result<
         b.buy_one(&held_b, timing.business).await?;
         let _ = b.release(&held_b).await?;
     }
-    cluster.stop_watching(&run);
+    cluster.stop_watching(run.timeline());
     run.record().await
 }

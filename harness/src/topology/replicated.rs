@@ -16,7 +16,6 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use lockcore::StageEntry;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
@@ -24,44 +23,42 @@ use tokio::task::JoinHandle;
 use tokio::time::{Instant, sleep};
 
 use crate::error::{HarnessError, Result};
-use crate::scenario::{Run, ScenarioEnv};
-use crate::server::Node;
+use crate::server::{Backend, Node};
 
 /// How long a fresh replica may take to finish its first sync.
 const SYNC_WITHIN: Duration = Duration::from_secs(10);
 /// How often its replication state is asked for meanwhile.
 const SYNC_POLL: Duration = Duration::from_millis(10);
+/// How often a node's replication state is asked while a story waits on
+/// it ([`wait_for_replication_info`]).
+const POLL: Duration = Duration::from_millis(50);
 
-impl Run {
-    /// Starts a master (`nodes[0]`, labelled `master`) and one replica of it
-    /// (`nodes[1]`, `replica`) that follows it through a
-    /// [`ReplicationLink`], waits until the replica is in sync, then does
-    /// the rest of [`Run::start`]. Clients of the stage talk to the master.
-    /// Keep the link for as long as the run.
-    pub(crate) async fn start_replicated(
-        stage: StageEntry,
-        env: ScenarioEnv,
-        stock: i64,
-    ) -> Result<(Self, ReplicationLink)> {
-        if stage.description.nodes != 1 {
-            return Err(HarnessError::Unsupported(format!(
-                "{} needs {} independent masters, not a master and its replica",
-                stage.description.name, stage.description.nodes
-            )));
-        }
-        let env = env.for_new_run();
+/// A master and the replica that follows it through a
+/// [`ReplicationLink`], in sync. Keep the link for as long as the nodes.
+pub(crate) struct Replicated {
+    /// Labelled `master`.
+    pub(crate) master: Node,
+    /// Labelled `replica`.
+    pub(crate) replica: Node,
+    /// The replica's way to the master.
+    pub(crate) link: ReplicationLink,
+}
+
+impl Replicated {
+    /// Starts a master and one replica of it on `backend` (on Docker, a
+    /// network of their own), the replica following the master through a
+    /// [`ReplicationLink`], and waits until the replica is in sync.
+    pub(crate) async fn start(backend: &Backend) -> Result<Self> {
         // A master waits 5 s by default before a full sync, hoping for more
         // replicas to serve at once; there is only one.
         // The master and its replica on a network of their own: in a
         // matrix, a rig an earlier cell of this kind left, with its nodes
-        // wiped (see harness::server::Spares). The database may be a plain
-        // spare.
-        let peers = env.backend.for_rig("replicated");
+        // wiped (see harness::server::Spares).
+        let peers = backend.for_rig("replicated");
         let args = ["--repl-diskless-sync-delay", "0"];
-        let (master, replica, db) = tokio::try_join!(
+        let (master, replica) = tokio::try_join!(
             Node::start(&peers, "master", &args),
             Node::start(&peers, "replica", &args),
-            Node::start(&env.backend, "db", &[]),
         )?;
         let link = ReplicationLink::start(&master).await?;
         let mut conn = lockcore::connect(&replica.url(), "harness").await?;
@@ -72,36 +69,11 @@ impl Run {
             .await?;
         drop(conn);
         wait_in_sync(&replica).await?;
-        let run = Self::start_with_db(stage, env, stock, vec![master, replica], db).await?;
-        run.narrate("the replica is in sync with the master (master_link_status:up)");
-        Ok((run, link))
-    }
-
-    /// Makes lock node `index` a master of its own: `REPLICAOF NO ONE`, as
-    /// Sentinel or an operator does in a failover.
-    pub async fn promote(&self, index: usize) -> Result<()> {
-        let node = self.lock_node(index)?;
-        let mut conn = lockcore::connect(&node.url(), "harness").await?;
-        redis::cmd("REPLICAOF")
-            .arg("NO")
-            .arg("ONE")
-            .query_async::<()>(&mut conn)
-            .await?;
-        Ok(())
-    }
-
-    /// Whether the lock key exists on lock node `index`.
-    pub async fn lock_key_exists(&self, index: usize) -> Result<bool> {
-        let node = self.lock_node(index)?;
-        let mut conn = lockcore::connect(&node.url(), "harness").await?;
-        Ok(redis::cmd("EXISTS")
-            .arg(&self.factory.config.key)
-            .query_async(&mut conn)
-            .await?)
-    }
-
-    fn lock_node(&self, index: usize) -> Result<&Node> {
-        self.nodes.get(index).ok_or(HarnessError::NoNode(index))
+        Ok(Self {
+            master,
+            replica,
+            link,
+        })
     }
 }
 
@@ -263,5 +235,39 @@ pub(crate) async fn wait_in_sync(replica: &Node) -> Result<()> {
             )));
         }
         sleep(SYNC_POLL).await;
+    }
+}
+
+/// Waits until `node` says `field:value` in `INFO replication` (a demoted
+/// master says `role:slave`, then `master_link_status:up`), within
+/// `within`.
+pub(crate) async fn wait_for_replication_info(
+    node: &Node,
+    field: &str,
+    value: &str,
+    within: Duration,
+) -> Result<()> {
+    let deadline = Instant::now() + within;
+    let wanted = format!("{field}:{value}");
+    loop {
+        // A fresh connection each time: a Sentinel reconfiguring the node
+        // closes its clients' connections.
+        if let Ok(mut conn) = lockcore::connect(&node.url(), "harness").await {
+            let info: String = redis::cmd("INFO")
+                .arg("replication")
+                .query_async(&mut conn)
+                .await
+                .unwrap_or_default();
+            if info.lines().any(|line| line.trim() == wanted) {
+                return Ok(());
+            }
+        }
+        if Instant::now() > deadline {
+            return Err(HarnessError::Topology(format!(
+                "{} did not say {wanted} within {within:?}",
+                node.label()
+            )));
+        }
+        sleep(POLL).await;
     }
 }
