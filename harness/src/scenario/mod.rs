@@ -40,9 +40,9 @@ use std::time::Duration;
 
 use lockcore::{Description, StageEntry};
 
-pub use contention::client_name;
 pub use restart_without_persistence::run_with_restart_delay;
 pub use run::Run;
+pub use steps::client_name;
 
 pub use crate::check::Outcome;
 use crate::error::Result;

@@ -1,20 +1,53 @@
 //! Steps that more than one story takes, each written once, so that no
-//! story borrows from another: where the failover and cluster stories
-//! apply; the end of every failover story, and client-A's `WAIT` for its
-//! replicas; the steps of a partition story; and the steps of the stories
-//! in which a node that granted the lock forgets it (on one node, or on
-//! Redlock's masters).
+//! story borrows from another: how clients are named; a business slower
+//! than the lock; where the failover and cluster stories apply; the end of
+//! every failover story, and client-A's `WAIT` for its replicas; the steps
+//! of a partition story; and the steps of the stories in which a node that
+//! granted the lock forgets it (on one node, or on Redlock's masters).
 
 use std::time::Duration;
 
-use lockcore::{Acquired, Description, LockError};
+use lockcore::{Acquired, Description, LockError, Point};
 use tokio::time::Instant;
 
 use super::Run;
+use super::stop::{Stopped, stop_at};
 use crate::client::Client;
 use crate::error::{HarnessError, Result};
 use crate::fault::node::{LockNodes, Proxies};
 use crate::topology::redlock;
+use crate::workload::Sale;
+
+/// `client-A`, `client-B`, …
+pub fn client_name(i: usize) -> String {
+    format!(
+        "client-{}",
+        char::from(b'A' + u8::try_from(i % 26).unwrap_or(0))
+    )
+}
+
+/// client-A, holding `held`, reads the stock and stops inside its
+/// critical section before it writes: a business slower than the lock's
+/// TTL, for as long as the story keeps the gate shut.
+pub(super) async fn slow_inside<'a>(
+    run: &Run,
+    a: &'a Client,
+    held: &'a Acquired,
+) -> Result<Stopped<'a, Sale>> {
+    let timing = run.env.timing;
+    let stopped = stop_at(
+        a,
+        Point::InCriticalSection,
+        a.buy_one(held, timing.business),
+    )
+    .await?;
+    run.narrate(format!(
+        "{}'s business is slow: it stays inside while client-B waits up to {}ms",
+        a.name(),
+        timing.patience().as_millis()
+    ));
+    Ok(stopped)
+}
 
 /// Why a Redis stage has no story on a master and its replicas, if it has
 /// none.
