@@ -33,7 +33,8 @@
 use lockcore::{Description, StageEntry};
 
 use super::steps::{
-    Stale, a_stale_b_on_new_master, not_on_a_cluster, note_lock_on_new_master, wait_for_replicas,
+    Stale, a_stale_b_on_new_master, b_buys_alone, not_on_a_cluster, note_lock_on_new_master,
+    wait_for_replicas,
 };
 use super::{Recorded, Run, ScenarioEnv};
 use crate::error::Result;
@@ -138,19 +139,12 @@ async fn kill_master(run: &mut Run, cluster: &ClusterTopology) -> Result<()> {
 /// The end of the story when client-A gave its lock back: the master dies
 /// anyway, the cluster fails over, client-B takes the lock and buys.
 async fn finish_without_a(mut run: Run, mut cluster: ClusterTopology) -> Result<Recorded> {
-    let timing = run.env.timing;
     kill_master(&mut run, &cluster).await?;
     run.narrate("master1 KILLED with kill -9");
     cluster
         .wait_for_promotion(&run.nodes, REPLICA, &SURVIVORS)
         .await?;
-    let b = run.client("client-B").await?;
-    let held_b = b.acquire(timing.patience()).await?;
-    run.facts.insert("b_acquired", i64::from(held_b.is_some()));
-    if let Some(held_b) = held_b {
-        b.buy_one(&held_b, timing.business).await?;
-        let _ = b.release(&held_b).await?;
-    }
+    b_buys_alone(&mut run).await?;
     cluster.stop_watching(run.timeline());
     run.record().await
 }

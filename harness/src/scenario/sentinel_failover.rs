@@ -38,7 +38,9 @@
 
 use lockcore::{Description, StageEntry};
 
-use super::steps::{Stale, a_stale_b_on_new_master, note_lock_on_new_master, wait_for_replicas};
+use super::steps::{
+    Stale, a_stale_b_on_new_master, b_buys_alone, note_lock_on_new_master, wait_for_replicas,
+};
 use super::{Recorded, Run, ScenarioEnv};
 use crate::error::{HarnessError, Result};
 use crate::topology::sentinel::{SentinelTopology, Wiring};
@@ -163,7 +165,6 @@ pub(super) async fn run(stage: StageEntry, env: ScenarioEnv, confirm: Confirm) -
 /// The end of the story when client-A gave its lock back: the master dies
 /// anyway, the Sentinels fail over, client-B takes the lock and buys.
 async fn finish_without_a(mut run: Run, mut sentinels: SentinelTopology) -> Result<Recorded> {
-    let timing = run.env.timing;
     run.unwatch(MASTER).await?;
     run.nodes[MASTER].kill().await?;
     sentinels.mark("fault");
@@ -172,13 +173,7 @@ async fn finish_without_a(mut run: Run, mut sentinels: SentinelTopology) -> Resu
     for replica in MASTER + 1..run.nodes.len() {
         run.watch_again(replica).await?;
     }
-    let b = run.client("client-B").await?;
-    let held_b = b.acquire(timing.patience()).await?;
-    run.facts.insert("b_acquired", i64::from(held_b.is_some()));
-    if let Some(held_b) = held_b {
-        b.buy_one(&held_b, timing.business).await?;
-        let _ = b.release(&held_b).await?;
-    }
+    b_buys_alone(&mut run).await?;
     sentinels.stop_watching(run.timeline());
     run.record().await
 }

@@ -137,6 +137,21 @@ pub(super) async fn a_stale_b_on_new_master(
     Ok(())
 }
 
+/// The end of a failover story in which client-A gave its lock back:
+/// client-B, a new client, takes the lock from the new master, buys, and
+/// gives the lock back.
+pub(super) async fn b_buys_alone(run: &mut Run) -> Result<()> {
+    let timing = run.env.timing;
+    let b = run.client("client-B").await?;
+    let held_b = b.acquire(timing.patience()).await?;
+    run.facts.insert("b_acquired", i64::from(held_b.is_some()));
+    if let Some(held_b) = held_b {
+        b.buy_one(&held_b, timing.business).await?;
+        let _ = b.release(&held_b).await?;
+    }
+    Ok(())
+}
+
 /// How long one `WAIT` waits for an acknowledgement: far longer than a
 /// replica in sync needs (`WAIT` asks the replicas at once; they answer
 /// within a millisecond or so). The server answers a `WAIT` that timed out

@@ -45,8 +45,9 @@ use tokio::time::{Instant, sleep};
 
 use super::docker_node;
 use super::phases::Phases;
-use super::replicated::{ReplicationLink, wait_in_sync};
+use super::replicated::wait_in_sync;
 use crate::error::{HarnessError, Result};
+use crate::fault::link::ReplicationLink;
 use crate::observe::{SentinelWatcher, Timeline, wait_for_switch};
 use crate::server::{Backend, Node};
 
