@@ -23,10 +23,8 @@ use crate::server::{Backend, Node};
 
 /// How long a fresh replica may take to finish its first sync.
 const SYNC_WITHIN: Duration = Duration::from_secs(10);
-/// How often its replication state is asked for meanwhile.
-const SYNC_POLL: Duration = Duration::from_millis(10);
-/// How often a node's replication state is asked while a story waits on
-/// it ([`wait_for_replication_info`]).
+/// How often a node's replication state is asked while the harness waits
+/// on it.
 const POLL: Duration = Duration::from_millis(50);
 
 /// A master and the replica that follows it through a
@@ -76,27 +74,7 @@ impl Replicated {
 /// Waits until `replica` reports its link to the master up, which it does
 /// once the first full sync is done.
 pub(crate) async fn wait_in_sync(replica: &Node) -> Result<()> {
-    let mut conn = lockcore::connect(&replica.url(), "harness").await?;
-    let deadline = Instant::now() + SYNC_WITHIN;
-    loop {
-        let info: String = redis::cmd("INFO")
-            .arg("replication")
-            .query_async(&mut conn)
-            .await?;
-        if info
-            .lines()
-            .any(|line| line.trim() == "master_link_status:up")
-        {
-            return Ok(());
-        }
-        if Instant::now() > deadline {
-            return Err(HarnessError::Topology(format!(
-                "the replica at {} was not in sync with its master within {SYNC_WITHIN:?}",
-                replica.url()
-            )));
-        }
-        sleep(SYNC_POLL).await;
-    }
+    wait_for_replication_info(replica, "master_link_status", "up", SYNC_WITHIN).await
 }
 
 /// Waits until `node` says `field:value` in `INFO replication` (a demoted
