@@ -32,6 +32,7 @@ pub mod nemesis;
 mod rng;
 pub mod schedule;
 pub mod shrink;
+mod slots;
 pub mod trial;
 
 use std::collections::BTreeMap;

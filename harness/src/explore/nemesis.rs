@@ -29,23 +29,22 @@ use lockcore::{Description, Point};
 use tokio::sync::Mutex;
 use tokio::time::{Instant, sleep_until, timeout};
 
-use super::generator::{Read, Slots};
 use super::schedule::{AIM_TTLS, CAUGHT_TTLS, Fault, Kind, Schedule, client_name};
+use super::slots::{Read, Slots};
 use crate::error::Result;
+use crate::fault::link::ReplicationLink;
+use crate::fault::node::{self, LockNodes, Proxies};
 use crate::history::History;
 use crate::process::Signal;
-use crate::scenario::Run;
-use crate::scenario::redlock_topology::Proxies;
-use crate::scenario::replicated::ReplicationLink;
 
 /// The lock's nodes on the replicated topology: the master, and its
 /// replica that a failover promotes.
 const MASTER: usize = 0;
 const REPLICA: usize = 1;
 
-/// Plays a schedule against a running trial.
-pub(crate) struct Nemesis<'a> {
-    run: Mutex<&'a mut Run>,
+/// Plays a schedule against a running trial, on its lock `nodes`.
+pub(crate) struct Nemesis<'a, N> {
+    nodes: Mutex<&'a mut N>,
     proxies: &'a Proxies,
     link: Option<&'a ReplicationLink>,
     slots: &'a Slots,
@@ -65,9 +64,9 @@ struct Struck {
     at: Instant,
 }
 
-impl<'a> Nemesis<'a> {
+impl<'a, N: LockNodes> Nemesis<'a, N> {
     pub(crate) fn new(
-        run: &'a mut Run,
+        nodes: &'a mut N,
         proxies: &'a Proxies,
         link: Option<&'a ReplicationLink>,
         slots: &'a Slots,
@@ -75,7 +74,7 @@ impl<'a> Nemesis<'a> {
         ttl: Duration,
     ) -> Self {
         Self {
-            run: Mutex::new(run),
+            nodes: Mutex::new(nodes),
             proxies,
             link,
             slots,
@@ -99,8 +98,11 @@ impl<'a> Nemesis<'a> {
         self.heal_all();
     }
 
+    /// Says `text` in the timeline as the harness, once no fault is under
+    /// way on the nodes: a line waits until a restart has told its own.
     async fn narrate(&self, text: String) {
-        self.run.lock().await.narrate(text);
+        let _nodes = self.nodes.lock().await;
+        self.history.timeline().record("harness", text);
     }
 
     /// One fault: aim, strike, and end it when it lasts.
@@ -308,9 +310,9 @@ impl<'a> Nemesis<'a> {
                 released = self.slots.moment();
                 link.hold();
                 let taken = {
-                    let run = self.run.lock().await;
-                    let on_master = run.lock_key_exists(MASTER).await;
-                    let on_replica = run.lock_key_exists(REPLICA).await;
+                    let nodes = self.nodes.lock().await;
+                    let on_master = nodes.lock_key_exists(MASTER).await;
+                    let on_replica = nodes.lock_key_exists(REPLICA).await;
                     on_master.unwrap_or(false) || on_replica.unwrap_or(false)
                 };
                 if !taken || !came || Instant::now() >= until {
@@ -347,23 +349,25 @@ impl<'a> Nemesis<'a> {
                 Ok(())
             }
             Kind::Restart => {
-                let mut run = self.run.lock().await;
-                for &node in &fault.nodes {
-                    run.restart_node(node, self.proxies).await?;
+                let mut nodes = self.nodes.lock().await;
+                for &index in &fault.nodes {
+                    nodes.restart_node(index, self.proxies).await?;
                 }
                 self.slots.reconnect_all();
                 Ok(())
             }
             Kind::ClockJump => {
-                let run = self.run.lock().await;
-                for &node in &fault.nodes {
+                let nodes = self.nodes.lock().await;
+                for &index in &fault.nodes {
                     // With a replica, the lock lives where the master is now.
-                    let node = if self.link.is_some() {
+                    let index = if self.link.is_some() {
                         self.lock_node.load(Ordering::SeqCst)
                     } else {
-                        node
+                        index
                     };
-                    run.jump_clock(node, length).await?;
+                    let victim = nodes.lock_node(index)?;
+                    let timeline = self.history.timeline();
+                    node::jump_clock(victim, nodes.lock_key(), length, timeline).await?;
                 }
                 Ok(())
             }
@@ -402,16 +406,19 @@ impl<'a> Nemesis<'a> {
     /// Kills the master, promotes the replica, and points the master's
     /// proxy at it, as a Sentinel or a virtual IP moves clients over.
     async fn fail_over(&self) -> Result<()> {
-        let mut run = self.run.lock().await;
-        run.kill_node(MASTER).await?;
-        run.promote(REPLICA).await?;
-        let replica = run.nodes[REPLICA].addr();
+        let mut nodes = self.nodes.lock().await;
+        nodes.kill_node(MASTER).await?;
+        let replica = nodes.lock_node(REPLICA)?;
+        node::promote(replica).await?;
         if let Some(proxy) = self.proxies.get(MASTER) {
-            proxy.retarget(replica);
+            proxy.retarget(replica.addr());
         }
         self.lock_node.store(REPLICA, Ordering::SeqCst);
         self.slots.reconnect_all();
-        run.narrate("the replica is the new master; clients reach it at the old address");
+        self.history.timeline().record(
+            "harness",
+            "the replica is the new master; clients reach it at the old address",
+        );
         Ok(())
     }
 

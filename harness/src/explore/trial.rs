@@ -7,9 +7,10 @@ use futures_util::future::join_all;
 use lockcore::StageEntry;
 use tokio::time::Instant;
 
-use super::generator::{Slots, Workload};
+use super::generator::Workload;
 use super::nemesis::{Nemesis, stall_point};
 use super::schedule::{Kind, Schedule, Shape, TRIAL_TTLS};
+use super::slots::Slots;
 use crate::check::{self, Violation};
 use crate::error::Result;
 use crate::history::{History, Phase};

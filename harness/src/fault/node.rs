@@ -1,17 +1,63 @@
 //! What can be done to a Redis node: a proxy in front of it (replies
 //! delayed, one client cut off), `kill -9`, a restart without persistence,
-//! a clock jump. Each says in the timeline what it did. They know nodes,
-//! not stories: a run ([`crate::scenario::Run`]) calls them on its lock
-//! nodes and keeps its watchers in step. The harness itself (watchers,
-//! checks) always talks to the nodes directly; only the stage's clients go
-//! through the proxies.
+//! a clock jump, a promotion. Each says in the timeline what it did. They
+//! know nodes, not stories: whoever keeps the lock nodes lends them as
+//! [`LockNodes`], and keeps what watches them in step. The harness itself
+//! (watchers, checks) always talks to the nodes directly; only the stage's
+//! clients go through the proxies.
 
+use std::future::Future;
 use std::time::Duration;
 
 use crate::error::{HarnessError, Result};
 use crate::fault::proxy::Proxy;
 use crate::observe::Timeline;
 use crate::server::{Node, external};
+
+/// The lock nodes as a fault takes them, from whoever keeps them: by index,
+/// with what watches each one kept in step when it is killed or restarted
+/// (a watcher of a killed node must have shown all it saw; a restarted
+/// node is a new process, watched anew). A scripted story's run is one;
+/// the explorer's nemesis strikes through it without knowing the story.
+pub trait LockNodes: Sync {
+    /// The lock nodes, in order.
+    fn lock_nodes(&self) -> &[Node];
+
+    /// The lock's key on them.
+    fn lock_key(&self) -> &str;
+
+    /// Kills lock node `index` ([`kill`]) once what watches it has shown
+    /// all it saw.
+    fn kill_node(&mut self, index: usize) -> impl Future<Output = Result<()>> + Send;
+
+    /// Starts lock node `index` again, empty ([`restart`]), at once if it
+    /// runs or after [`LockNodes::kill_node`]; its proxy among `proxies`
+    /// and what watches it follow it.
+    fn restart_node(
+        &mut self,
+        index: usize,
+        proxies: &Proxies,
+    ) -> impl Future<Output = Result<()>> + Send;
+
+    /// Lock node `index`.
+    fn lock_node(&self, index: usize) -> Result<&Node> {
+        self.lock_nodes()
+            .get(index)
+            .ok_or(HarnessError::NoNode(index))
+    }
+
+    /// Whether the lock key exists on lock node `index`.
+    fn lock_key_exists(&self, index: usize) -> impl Future<Output = Result<bool>> + Send {
+        async move {
+            let node = self.lock_node(index)?;
+            let mut conn = lockcore::connect(&node.url(), "harness").await?;
+            Ok(redis::cmd("EXISTS")
+                .arg(self.lock_key())
+                .query_async(&mut conn)
+                .await?)
+        }
+    }
+}
 
 /// One proxy per lock node, in the nodes' order.
 #[derive(Debug)]
@@ -96,6 +142,18 @@ pub async fn restart(node: &mut Node, proxy: Option<&Proxy>, timeline: &Timeline
             node.label()
         ),
     );
+    Ok(())
+}
+
+/// Makes `node` a master of its own: `REPLICAOF NO ONE`, as Sentinel or an
+/// operator does in a failover.
+pub async fn promote(node: &Node) -> Result<()> {
+    let mut conn = lockcore::connect(&node.url(), "harness").await?;
+    redis::cmd("REPLICAOF")
+        .arg("NO")
+        .arg("ONE")
+        .query_async::<()>(&mut conn)
+        .await?;
     Ok(())
 }
 

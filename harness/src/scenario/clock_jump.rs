@@ -14,9 +14,10 @@
 
 use lockcore::{Description, StageEntry};
 
+use super::steps::{contend_while_held, hold_bare_majority, node_fault_ttl, release_after_fault};
 use super::{Recorded, Run, ScenarioEnv};
 use crate::error::Result;
-use crate::topology::redlock::node_fault_ttl;
+use crate::fault::node::{self, LockNodes};
 
 /// The node whose clock jumps: one of the holder's.
 const VICTIM: usize = 0;
@@ -31,17 +32,19 @@ pub(super) async fn run(stage: StageEntry, mut env: ScenarioEnv) -> Result<Recor
     let timing = run.env.timing;
     let proxies = run.put_proxies().await?;
     let holder = run.client("client-A").await?;
-    let held = run.hold_bare_majority(&proxies, &holder).await?;
+    let (held, valid_until) = hold_bare_majority(&mut run, &proxies, &holder).await?;
     let read = holder.read_stock(&held).await?;
 
-    let (before, after) = run.jump_clock(VICTIM, timing.ttl * 3).await?;
+    let victim = run.lock_node(VICTIM)?;
+    let (before, after) =
+        node::jump_clock(victim, run.lock_key(), timing.ttl * 3, run.timeline()).await?;
     run.facts.insert("pttl_before_jump", before);
     run.facts.insert("pttl_after_jump", after);
 
-    run.contend_while_held("client-B").await?;
+    contend_while_held(&mut run, "client-B", valid_until).await?;
 
     // A finishes its purchase, sure that it still holds the lock.
     holder.sell(read, &held).await?;
-    run.release_after_fault(&holder, &held).await?;
+    release_after_fault(&run, &holder, &held).await?;
     run.record().await
 }

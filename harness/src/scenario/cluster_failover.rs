@@ -32,8 +32,10 @@
 
 use lockcore::{Description, StageEntry};
 
-use super::failover::{Stale, a_stale_b_on_new_master, note_lock_on_new_master};
-use super::sentinel_failover::wait_for_replicas;
+use super::steps::{
+    Stale, a_stale_b_on_new_master, b_buys_alone, not_on_a_cluster, note_lock_on_new_master,
+    wait_for_replicas,
+};
 use super::{Recorded, Run, ScenarioEnv};
 use crate::error::Result;
 use crate::topology::cluster::ClusterTopology;
@@ -66,19 +68,6 @@ pub(super) fn not_applicable(stage: &Description) -> Option<&'static str> {
     .or_else(|| not_on_a_cluster(stage))
 }
 
-/// Why a Redis stage has no story on one cluster, if it has none.
-pub(super) fn not_on_a_cluster(stage: &Description) -> Option<&'static str> {
-    if stage.stage == 0 {
-        Some("no lock to lose")
-    } else if stage.nodes > 1 {
-        Some(
-            "Redlock needs independent masters: five lock keys on one cluster's masters share its failure detection and its failovers, so they are one system, not five",
-        )
-    } else {
-        None
-    }
-}
-
 pub(super) async fn run(stage: StageEntry, env: ScenarioEnv, confirm: Confirm) -> Result<Recorded> {
     let (mut run, mut cluster) = Run::start_with_cluster(stage, env, STOCK).await?;
     run.facts.insert("slot", i64::from(cluster.slot));
@@ -86,7 +75,9 @@ pub(super) async fn run(stage: StageEntry, env: ScenarioEnv, confirm: Confirm) -
     let a = run.client("client-A").await?;
 
     // 1. Replication is held back.
-    cluster.hold_replication(&run, MASTER).await?;
+    cluster
+        .hold_replication(&run.nodes, MASTER, run.timeline())
+        .await?;
 
     // 2. A takes the lock; its cluster client sends it to master1.
     let held_a = a.acquire_free(timing.patience()).await?;
@@ -116,7 +107,7 @@ pub(super) async fn run(stage: StageEntry, env: ScenarioEnv, confirm: Confirm) -
     // 4. The cluster decides.
     run.narrate("the harness waits for the cluster to fail over");
     cluster
-        .wait_for_promotion(&run, REPLICA, &SURVIVORS)
+        .wait_for_promotion(&run.nodes, REPLICA, &SURVIVORS)
         .await?;
     note_lock_on_new_master(
         &mut run,
@@ -133,7 +124,7 @@ pub(super) async fn run(stage: StageEntry, env: ScenarioEnv, confirm: Confirm) -
         read_a,
     };
     a_stale_b_on_new_master(&mut run, stale, &b, "replica1, which the cluster promoted").await?;
-    cluster.stop_watching(&run);
+    cluster.stop_watching(run.timeline());
     run.record().await
 }
 
@@ -148,19 +139,12 @@ async fn kill_master(run: &mut Run, cluster: &ClusterTopology) -> Result<()> {
 /// The end of the story when client-A gave its lock back: the master dies
 /// anyway, the cluster fails over, client-B takes the lock and buys.
 async fn finish_without_a(mut run: Run, mut cluster: ClusterTopology) -> Result<Recorded> {
-    let timing = run.env.timing;
     kill_master(&mut run, &cluster).await?;
     run.narrate("master1 KILLED with kill -9");
     cluster
-        .wait_for_promotion(&run, REPLICA, &SURVIVORS)
+        .wait_for_promotion(&run.nodes, REPLICA, &SURVIVORS)
         .await?;
-    let b = run.client("client-B").await?;
-    let held_b = b.acquire(timing.patience()).await?;
-    run.facts.insert("b_acquired", i64::from(held_b.is_some()));
-    if let Some(held_b) = held_b {
-        b.buy_one(&held_b, timing.business).await?;
-        let _ = b.release(&held_b).await?;
-    }
-    cluster.stop_watching(&run);
+    b_buys_alone(&mut run).await?;
+    cluster.stop_watching(run.timeline());
     run.record().await
 }

@@ -38,10 +38,12 @@ use std::time::{Duration, Instant};
 
 use lockcore::{Description, StageEntry};
 
-use super::split_brain::{a_asks_the_cut_off_master, a_releases_late, b_buys_while_a_finishes};
+use super::steps::{
+    a_asks_the_cut_off_master, a_releases_late, b_buys_while_a_finishes, not_on_a_cluster,
+};
 use super::{Recorded, Run, ScenarioEnv};
 use crate::error::{HarnessError, Result};
-use crate::topology::sentinel::wait_for_replication_info;
+use crate::topology::replicated::wait_for_replication_info;
 
 /// Items for sale: one, so a second order is an oversell.
 const STOCK: i64 = 1;
@@ -64,7 +66,7 @@ pub(super) fn not_applicable(stage: &Description) -> Option<&'static str> {
         stage,
         "ZooKeeper: no Redis Cluster; a member cut off from the majority serves no writes",
     )
-    .or_else(|| super::cluster_failover::not_on_a_cluster(stage))
+    .or_else(|| not_on_a_cluster(stage))
 }
 
 pub(super) async fn run(stage: StageEntry, env: ScenarioEnv) -> Result<Recorded> {
@@ -73,16 +75,16 @@ pub(super) async fn run(stage: StageEntry, env: ScenarioEnv) -> Result<Recorded>
     // 1. A is on master1's side of what is about to happen, B on the other.
     let a = run
         .factory
-        .client_at("client-A", vec![cluster.url_on_side_of(&run, MASTER)])
+        .client_at("client-A", vec![cluster.url_on_side_of(&run.nodes, MASTER)])
         .await?;
 
     // 2. The partition.
-    let cut = cluster.cut_off(&run, MASTER).await?;
+    let cut = cluster.cut_off(&run.nodes, MASTER, run.timeline()).await?;
     let cut_at = Instant::now();
 
     // 3. A asks master1 at once.
     let (held_a, read_a) = a_asks_the_cut_off_master(&mut run, &a, "master1").await?;
-    cut.finished(&run).await?;
+    cut.finished(run.timeline()).await?;
 
     // 4. How long master1 went on taking writes.
     wait_for_cluster_state(&run, MASTER, "fail", REFUSES_WITHIN).await?;
@@ -94,7 +96,9 @@ pub(super) async fn run(stage: StageEntry, env: ScenarioEnv) -> Result<Recorded>
 
     // 5. The majority decides; B asks it.
     run.narrate("the harness waits for the majority to fail over");
-    cluster.wait_for_promotion(&run, REPLICA, &MAJORITY).await?;
+    cluster
+        .wait_for_promotion(&run.nodes, REPLICA, &MAJORITY)
+        .await?;
     let b = run
         .factory
         .client_at("client-B", vec![cluster.url_of(&MAJORITY)])
@@ -103,7 +107,7 @@ pub(super) async fn run(stage: StageEntry, env: ScenarioEnv) -> Result<Recorded>
     b_buys_while_a_finishes(&mut run, (&a, &held_a, read_a), &b, two_holders).await?;
 
     // 7. The heal, and the demotion of the old master.
-    cluster.heal(&run, MASTER).await?;
+    cluster.heal(&run.nodes, MASTER, run.timeline()).await?;
     wait_for_replication_info(&run.nodes[MASTER], "role", "slave", DEMOTED_WITHIN).await?;
     wait_for_replication_info(
         &run.nodes[MASTER],
@@ -126,7 +130,7 @@ pub(super) async fn run(stage: StageEntry, env: ScenarioEnv) -> Result<Recorded>
         if kept { "still there" } else { "GONE" }
     ));
     a_releases_late(&run, &a, &held_a).await;
-    cluster.stop_watching(&run);
+    cluster.stop_watching(run.timeline());
     run.record().await
 }
 

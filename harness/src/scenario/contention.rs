@@ -11,6 +11,7 @@ use std::time::Duration;
 use futures_util::future::try_join_all;
 use lockcore::StageEntry;
 
+use super::steps::client_name;
 use super::{Recorded, Run, ScenarioEnv};
 use crate::error::Result;
 
@@ -28,14 +29,6 @@ const ARTICLES_RETRY: Duration = Duration::from_millis(100);
 /// process a busy machine leaves unscheduled for a few hundred milliseconds
 /// (its watchdog's renewal late) from losing its lock to the next client.
 const CONTENTION_TTL: Duration = Duration::from_secs(3);
-
-/// `client-A`, `client-B`, …
-pub fn client_name(i: usize) -> String {
-    format!(
-        "client-{}",
-        char::from(b'A' + u8::try_from(i % 26).unwrap_or(0))
-    )
-}
 
 pub(super) async fn run(stage: StageEntry, mut env: ScenarioEnv) -> Result<Recorded> {
     env.timing.ttl = env.timing.ttl.max(CONTENTION_TTL);

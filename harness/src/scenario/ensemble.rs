@@ -26,6 +26,12 @@ pub const ETCD_STAGES: &[&str] = &["stage10"];
 /// which is not the story being told.
 pub const SHORTEST_SESSION: Duration = Duration::from_secs(2);
 
+/// The shortest TTL of a story in which a holder's store elects a new
+/// leader while the holder holds (see `leader_killed.rs`): its session
+/// pings or lease renewals go unanswered meanwhile, and an etcd client
+/// gives its lease up once a whole TTL passes unanswered.
+pub const ELECTION_TTL: Duration = Duration::from_secs(6);
+
 /// A consensus store a stage keeps its lock in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Store {

@@ -36,6 +36,7 @@ use super::stop::stop_at;
 use super::{Recorded, Run, ScenarioEnv};
 use crate::client::Released;
 use crate::error::Result;
+use crate::topology::redlock;
 
 /// Items for sale: one for A, one for B.
 const STOCK: i64 = 2;
@@ -90,7 +91,8 @@ pub(super) async fn run(stage: StageEntry, env: ScenarioEnv) -> Result<Recorded>
 
     // 5. What became of B's lock, and B's turn.
     if let Some(held_b) = held_b {
-        let survived = run.lock_holds(&held_b.value).await?;
+        let survived =
+            redlock::majority_holds(&run.nodes, &run.factory.config.key, &held_b.value).await?;
         run.facts.insert("b_lock_survived", i64::from(survived));
         run.narrate(format!(
             "after client-A's release, client-B's lock {}",

@@ -16,16 +16,11 @@
 //! Facts: `b_acquired_while_a_held` (1 or 0) and `election_ms`, from the
 //! kill to a new leader answering.
 
-use std::time::Duration;
-
 use lockcore::{Description, StageEntry};
 use tokio::time::Instant;
 
 use super::{Recorded, Run, ScenarioEnv};
 use crate::error::{HarnessError, Result};
-
-/// The shortest TTL this story gives a holder; see the module docs.
-pub const SHORTEST_TTL: Duration = Duration::from_secs(6);
 
 pub(super) fn not_applicable(stage: &Description) -> Option<&'static str> {
     (!super::ensemble::on_consensus_store(stage))
@@ -33,7 +28,7 @@ pub(super) fn not_applicable(stage: &Description) -> Option<&'static str> {
 }
 
 pub(super) async fn run(stage: StageEntry, mut env: ScenarioEnv) -> Result<Recorded> {
-    env.timing.ttl = env.timing.ttl.max(SHORTEST_TTL);
+    env.timing.ttl = env.timing.ttl.max(super::ensemble::ELECTION_TTL);
     let mut run = Run::start(stage, env, 1).await?;
     let patience = run.env.timing.patience();
     let a = run.client("client-A").await?;

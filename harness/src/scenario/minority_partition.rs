@@ -53,7 +53,7 @@ pub(super) async fn run(stage: StageEntry, mut env: ScenarioEnv) -> Result<Recor
     // With the 6 s of etcd's stories the two came within milliseconds of
     // each other (8.4 s and 8.5 s), and the cell's verdict was a coin toss.
     if super::ensemble::store_of(&stage.description) == Some(super::ensemble::Store::Etcd) {
-        env.timing.ttl = env.timing.ttl.max(super::leader_killed::SHORTEST_TTL);
+        env.timing.ttl = env.timing.ttl.max(super::ensemble::ELECTION_TTL);
     }
     let mut run = Run::start(stage, env, 1).await?;
     let patience = run.env.timing.patience();

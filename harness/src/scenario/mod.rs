@@ -24,7 +24,6 @@ mod killed_holder;
 mod leader_killed;
 mod minority_partition;
 mod network_delay;
-mod node_faults;
 mod reentrant;
 mod restart_without_persistence;
 mod run;
@@ -32,6 +31,7 @@ mod sentinel_failover;
 mod slow_business;
 mod split_brain;
 mod stale_write_first;
+mod steps;
 mod stop;
 
 use std::future::Future;
@@ -41,12 +41,9 @@ use std::time::Duration;
 
 use lockcore::{Description, StageEntry};
 
-/// The topologies' old paths, for code written before they had a room.
-pub use crate::topology::redlock as redlock_topology;
-pub(crate) use crate::topology::replicated;
-pub use contention::client_name;
 pub use restart_without_persistence::run_with_restart_delay;
 pub use run::Run;
+pub use steps::client_name;
 
 pub use crate::check::Outcome;
 use crate::error::Result;
@@ -140,7 +137,7 @@ pub const SCENARIOS: &[Scenario] = &[
                 stage,
                 "ZooKeeper: no master and replica; its leader killed is the leader-killed column",
             )
-            .or_else(|| failover::not_applicable(stage))
+            .or_else(|| steps::not_on_replicas(stage))
         },
         record: |stage, env| Box::pin(failover::run(stage, env)),
     },

@@ -19,12 +19,14 @@
 use std::time::Duration;
 
 use lockcore::{Description, LockError, StageEntry};
-use tokio::time::Instant;
+use tokio::time::{Instant, sleep};
 
+use super::steps::release_after_fault;
 use super::{Recorded, Run, ScenarioEnv};
 use crate::error::{HarnessError, Result};
 use crate::fault::node::Proxies;
 use crate::history::fault_kind::Kind;
+use crate::topology::redlock;
 
 pub(super) fn not_applicable(stage: &Description) -> Option<&'static str> {
     (stage.stage == 0).then_some("no lock command whose reply could be late")
@@ -40,6 +42,23 @@ pub(super) async fn run(stage: StageEntry, env: ScenarioEnv) -> Result<Recorded>
 
 fn millis(duration: Duration) -> i64 {
     i64::try_from(duration.as_millis()).unwrap_or(i64::MAX)
+}
+
+/// Counts the lock nodes holding the lock key, again and again, until
+/// `done(count)` or until `within` has passed. Returns the last count.
+async fn wait_for_lock_keys(
+    run: &Run,
+    done: impl Fn(usize) -> bool,
+    within: Duration,
+) -> Result<usize> {
+    let deadline = Instant::now() + within;
+    loop {
+        let holding = redlock::nodes_holding(&run.nodes, &run.factory.config.key).await?;
+        if done(holding) || Instant::now() > deadline {
+            return Ok(holding);
+        }
+        sleep(Duration::from_millis(5)).await;
+    }
 }
 
 /// From now on every reply to client-A comes three TTLs late.
@@ -74,9 +93,7 @@ async fn on_redlock(stage: StageEntry, env: ScenarioEnv) -> Result<Recorded> {
             asker.release(held).await?.answered()?;
         }
     }
-    let left = run
-        .wait_for_lock_keys(|holding| holding == 0, timing.patience())
-        .await?;
+    let left = wait_for_lock_keys(&run, |holding| holding == 0, timing.patience()).await?;
     run.facts
         .insert("lock_keys_left", i64::try_from(left).unwrap_or(-1));
     proxies.heal("client-A");
@@ -120,9 +137,7 @@ async fn on_one_node(stage: StageEntry, env: ScenarioEnv) -> Result<Recorded> {
 
     let ask = asker.try_acquire();
     let contend = async {
-        let holding = run
-            .wait_for_lock_keys(|holding| holding > 0, timing.patience())
-            .await?;
+        let holding = wait_for_lock_keys(&run, |holding| holding > 0, timing.patience()).await?;
         if holding == 0 {
             return Err(HarnessError::StoryNotTold(
                 "client-A's lock command never reached the node".into(),
@@ -139,7 +154,7 @@ async fn on_one_node(stage: StageEntry, env: ScenarioEnv) -> Result<Recorded> {
             run.narrate("client-A got its reply late and believes it holds the lock");
             run.facts.insert("late_holder", 1);
             asker.buy_one(&held, timing.business).await?;
-            run.release_after_fault(&asker, &held).await?;
+            release_after_fault(&run, &asker, &held).await?;
         }
         Ok(None) => run.narrate("client-A was told the lock is taken"),
         Err(HarnessError::Lock(LockError::Redis(e))) => {

@@ -20,9 +20,10 @@ use std::time::Duration;
 use lockcore::{Description, StageEntry};
 use tokio::time::{Instant, sleep_until};
 
+use super::steps::{contend_while_held, hold_bare_majority, node_fault_ttl, release_after_fault};
 use super::{Recorded, Run, ScenarioEnv};
 use crate::error::{HarnessError, Result};
-use crate::topology::redlock::node_fault_ttl;
+use crate::fault::node::LockNodes;
 
 /// The node that restarts: one of the holder's.
 const VICTIM: usize = 0;
@@ -54,7 +55,7 @@ pub async fn run_with_restart_delay(
     let timing = run.env.timing;
     let proxies = run.put_proxies().await?;
     let holder = run.client("client-A").await?;
-    let held = run.hold_bare_majority(&proxies, &holder).await?;
+    let (held, valid_until) = hold_bare_majority(&mut run, &proxies, &holder).await?;
     let read = holder.read_stock(&held).await?;
 
     run.kill_node(VICTIM).await?;
@@ -68,11 +69,11 @@ pub async fn run_with_restart_delay(
         ));
     }
 
-    run.contend_while_held("client-B").await?;
+    contend_while_held(&mut run, "client-B", valid_until).await?;
 
     // A finishes its purchase, sure that it still holds the lock.
     holder.sell(read, &held).await?;
-    run.release_after_fault(&holder, &held).await?;
+    release_after_fault(&run, &holder, &held).await?;
 
     if !down_for.is_zero() {
         sleep_until(killed_at + down_for).await;

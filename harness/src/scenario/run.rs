@@ -1,19 +1,27 @@
 //! The scaffolding every scenario shares: nodes, watchers, the history, and
-//! the final reckoning.
+//! the final reckoning. A run starts its lock nodes on a topology
+//! ([`crate::topology`]), keeps and watches them, and lends them to the
+//! faults ([`LockNodes`]).
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use lockcore::{Acquired, ClientSetup, LockConfig, StageEntry};
+use lockcore::{Acquired, ClientSetup, Description, LockConfig, StageEntry};
 
 use super::{Outcome, Recorded, ScenarioEnv};
 use crate::client::{Client, ClientFactory};
 use crate::error::{HarnessError, Result};
+use crate::fault::link::ReplicationLink;
+use crate::fault::node::{self, LockNodes, Proxies};
 use crate::history::{History, What};
 use crate::holder::HolderProcess;
 use crate::observe::{NodeWatcher, Timeline};
 use crate::server::ensemble::Ensemble;
 use crate::server::{Node, external};
+use crate::topology::cluster::ClusterTopology;
+use crate::topology::replicated::Replicated;
+use crate::topology::sentinel::{SentinelTopology, Wiring};
+use crate::topology::{self, redlock};
 use crate::workload::Database;
 
 /// One scenario run in progress.
@@ -31,9 +39,6 @@ pub struct Run {
     pub factory: ClientFactory,
     /// Numbers the scenario measured.
     pub facts: BTreeMap<&'static str, i64>,
-    /// Until when the holder's lock is sure to be valid, once
-    /// [`Run::hold_bare_majority`] has taken it.
-    pub(crate) holder_valid_until: Option<tokio::time::Instant>,
     harness_db: Database,
     /// `watchers[i]` watches `nodes[i]`; the last one, the database. On a
     /// reader's server, `watchers[0]` watches it, lock and database at once.
@@ -106,27 +111,92 @@ impl Run {
         if super::ensemble::on_consensus_store(&stage.description) {
             return super::ensemble::start_run(stage, env, stock).await;
         }
-        let count = stage.description.nodes;
-        if count > 1 && env.backend.external().is_some() {
-            return Err(HarnessError::NotApplicable(external::ONE_SERVER));
-        }
-        let labels: Vec<String> = if count == 1 {
-            vec!["lock".to_owned()]
-        } else {
-            (1..=count).map(|i| format!("node{i}")).collect()
-        };
         // Every server of the run starts at once, the database among them:
         // on Docker each is a container, a few hundred milliseconds apiece
         // when started one after another.
         let (nodes, db) = tokio::try_join!(
-            futures_util::future::try_join_all(labels.iter().map(|label| Node::start(
-                &env.backend,
-                label,
-                &[]
-            ))),
+            redlock::start(&env.backend, stage.description.nodes),
             Node::start(&env.backend, "db", &[]),
         )?;
         Self::start_with_db(stage, env, stock, nodes, db).await
+    }
+
+    /// Like [`Run::start`], on a master and one replica of it
+    /// ([`Replicated`]): `nodes[0]` (`master`) and `nodes[1]` (`replica`),
+    /// in sync. Clients of the stage talk to the master. Keep the link for
+    /// as long as the run.
+    pub(crate) async fn start_replicated(
+        stage: StageEntry,
+        env: ScenarioEnv,
+        stock: i64,
+    ) -> Result<(Self, ReplicationLink)> {
+        one_lock_node(&stage.description, "a master and its replica")?;
+        let env = env.for_new_run();
+        // The database may be a plain spare (see harness::server::Spares).
+        let (replicated, db) = tokio::try_join!(
+            Replicated::start(&env.backend),
+            Node::start(&env.backend, "db", &[]),
+        )?;
+        let Replicated {
+            master,
+            replica,
+            link,
+        } = replicated;
+        let run = Self::start_with_db(stage, env, stock, vec![master, replica], db).await?;
+        run.narrate("the replica is in sync with the master (master_link_status:up)");
+        Ok((run, link))
+    }
+
+    /// Like [`Run::start`], on a master (`nodes[0]`), two replicas
+    /// (`nodes[1]`, `nodes[2]`) and three Sentinels, wired as `wiring` says
+    /// ([`SentinelTopology`]), with `master_args` on the servers' command
+    /// lines. The stage's clients find the master through the Sentinels;
+    /// the lock's TTL is at least the [`topology::LEASE`].
+    pub(crate) async fn start_with_sentinels(
+        stage: StageEntry,
+        env: ScenarioEnv,
+        stock: i64,
+        master_args: &[&str],
+        wiring: Wiring,
+    ) -> Result<(Self, SentinelTopology)> {
+        one_lock_node(&stage.description, "a master with Sentinels")?;
+        let mut env = env.for_new_run();
+        env.timing.ttl = env.timing.ttl.max(topology::LEASE);
+        // The database, which only the clients reach, may be a plain spare.
+        let ((mut sentinels, nodes), db) = tokio::try_join!(
+            SentinelTopology::start(&env.backend, master_args, wiring),
+            Node::start(&env.backend, "db", &[]),
+        )?;
+        let mut run = Self::start_with_db(stage, env, stock, nodes, db).await?;
+        sentinels.watch(&run.nodes[0], run.timeline()).await?;
+        run.factory.lock_urls = vec![sentinels.url()];
+        Ok((run, sentinels))
+    }
+
+    /// Like [`Run::start`], on a Redis Cluster of three masters and three
+    /// replicas ([`ClusterTopology`]; `nodes[0]` serves the lock key's
+    /// slot, `nodes[1]` replicates it). The stage's clients know the
+    /// cluster by all its nodes; the lock's TTL is at least the
+    /// [`topology::LEASE`].
+    pub(crate) async fn start_with_cluster(
+        stage: StageEntry,
+        env: ScenarioEnv,
+        stock: i64,
+    ) -> Result<(Self, ClusterTopology)> {
+        one_lock_node(&stage.description, "one cluster")?;
+        let mut env = env.for_new_run();
+        env.timing.ttl = env.timing.ttl.max(topology::LEASE);
+        // The database may be a plain spare.
+        let ((mut cluster, nodes), db) = tokio::try_join!(
+            ClusterTopology::start(&env.backend),
+            Node::start(&env.backend, "db", &[]),
+        )?;
+        let mut run = Self::start_with_db(stage, env, stock, nodes, db).await?;
+        cluster
+            .watch(&run.nodes, run.timeline(), &run.factory.config.key)
+            .await?;
+        run.factory.lock_urls = vec![cluster.url()];
+        Ok((run, cluster))
     }
 
     /// Like [`Run::start`], on lock nodes the scenario started itself (a
@@ -245,7 +315,6 @@ impl Run {
             db: Some(db),
             factory,
             facts: BTreeMap::from([("initial_stock", stock)]),
-            holder_valid_until: None,
             harness_db,
             watchers,
             _cleanup: cleanup,
@@ -323,6 +392,19 @@ impl Run {
             .arg(&self.factory.config.key)
             .query_async(&mut conn)
             .await?)
+    }
+
+    /// Puts a proxy in front of every lock node. Clients made from now on
+    /// (holder processes too) reach the nodes through them.
+    pub async fn put_proxies(&mut self) -> Result<Proxies> {
+        if super::ensemble::on_consensus_store(&self.stage.description) {
+            // ZooKeeper and etcd members are not Redis nodes: no proxy (yet).
+            return Ok(Proxies::none());
+        }
+        let (proxies, mut urls) = node::put_proxies(&self.nodes, self.timeline()).await?;
+        urls.truncate(self.factory.lock_urls.len());
+        self.factory.lock_urls = urls;
+        Ok(proxies)
     }
 
     /// Lets `client` ask for the lock for the whole patience window, as the
@@ -431,6 +513,10 @@ impl Run {
         }
     }
 
+    fn lock_node_mut(&mut self, index: usize) -> Result<&mut Node> {
+        self.nodes.get_mut(index).ok_or(HarnessError::NoNode(index))
+    }
+
     /// The database node's label, for timelines.
     pub fn db_label(&self) -> &str {
         self.db.as_ref().map_or("db", Node::label)
@@ -439,6 +525,29 @@ impl Run {
     /// Where the database node answers.
     pub fn db_url(&self) -> String {
         self.db.as_ref().map(Node::url).unwrap_or_default()
+    }
+}
+
+impl LockNodes for Run {
+    fn lock_nodes(&self) -> &[Node] {
+        &self.nodes
+    }
+
+    fn lock_key(&self) -> &str {
+        &self.factory.config.key
+    }
+
+    async fn kill_node(&mut self, index: usize) -> Result<()> {
+        self.unwatch(index).await?;
+        let timeline = self.timeline().clone();
+        node::kill(self.lock_node_mut(index)?, &timeline).await
+    }
+
+    async fn restart_node(&mut self, index: usize, proxies: &Proxies) -> Result<()> {
+        self.unwatch(index).await?;
+        let timeline = self.timeline().clone();
+        node::restart(self.lock_node_mut(index)?, proxies.get(index), &timeline).await?;
+        self.watch_again(index).await
     }
 }
 
@@ -452,6 +561,19 @@ impl Drop for Run {
         let nodes = std::mem::take(&mut self.nodes);
         crate::server::stop_all(nodes.into_iter().chain(self.db.take()));
     }
+}
+
+/// A topology of roles (a master, its replicas) stands for one lock node:
+/// `shape` cannot be the N independent masters of a stage that asks for
+/// several (Redlock).
+fn one_lock_node(stage: &Description, shape: &str) -> Result<()> {
+    if stage.nodes == 1 {
+        return Ok(());
+    }
+    Err(HarnessError::Unsupported(format!(
+        "{} needs {} independent masters, not {shape}",
+        stage.name, stage.nodes
+    )))
 }
 
 fn env_label(env: &ScenarioEnv) -> String {

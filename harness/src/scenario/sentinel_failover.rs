@@ -36,13 +36,14 @@
 //! key) and `b_acquired`, each 1 or 0; with a confirmation,
 //! `replicas_acknowledged` (what `WAIT` answered).
 
-use std::time::Duration;
-
 use lockcore::{Description, StageEntry};
 
-use super::failover::{Stale, a_stale_b_on_new_master, note_lock_on_new_master};
+use super::steps::{
+    Stale, a_stale_b_on_new_master, b_buys_alone, note_lock_on_new_master, wait_for_replicas,
+};
 use super::{Recorded, Run, ScenarioEnv};
 use crate::error::{HarnessError, Result};
+use crate::topology::sentinel::{SentinelTopology, Wiring};
 
 /// Items for sale: one, so a second order is an oversell.
 const STOCK: i64 = 1;
@@ -51,17 +52,6 @@ const MASTER: usize = 0;
 /// The replica that, with [`Confirm::WaitOtherReplicaPromoted`], receives
 /// the lock, acknowledges it, and dies with the master.
 const ACKNOWLEDGING: usize = 1;
-/// How long one `WAIT` waits for an acknowledgement: far longer than a
-/// replica in sync needs (`WAIT` asks the replicas at once; they answer
-/// within a millisecond or so). The server answers a `WAIT` that timed out
-/// at its next tick (ten a second), so its connection allows for that
-/// too ([`lockcore::connect_blocking`]).
-const WAIT_TIMEOUT: Duration = Duration::from_millis(200);
-/// How many times A's library sends `WAIT` before it takes no for an
-/// answer: a second in all. On a loaded machine the acknowledgement of a
-/// replica behind a relay can take longer than one `WAIT`; it still
-/// arrives, and the next `WAIT` counts it at once.
-const WAIT_TRIES: u32 = 5;
 
 /// How client-A makes sure of its lock before it enters.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -79,11 +69,12 @@ pub(super) enum Confirm {
 /// and the plain failover's reasons hold here too.
 pub(super) fn not_applicable(stage: &Description) -> Option<&'static str> {
     let reason = "ZooKeeper: no Sentinels; the ensemble elects its own leader";
-    super::ensemble::redis_only(stage, reason).or_else(|| super::failover::not_applicable(stage))
+    super::ensemble::redis_only(stage, reason).or_else(|| super::steps::not_on_replicas(stage))
 }
 
 pub(super) async fn run(stage: StageEntry, env: ScenarioEnv, confirm: Confirm) -> Result<Recorded> {
-    let (mut run, mut sentinels) = Run::start_with_sentinels(stage, env, STOCK, &[]).await?;
+    let (mut run, mut sentinels) =
+        Run::start_with_sentinels(stage, env, STOCK, &[], Wiring::Links).await?;
     let timing = run.env.timing;
     let a = run.client("client-A").await?;
 
@@ -167,48 +158,13 @@ pub(super) async fn run(stage: StageEntry, env: ScenarioEnv, confirm: Confirm) -
         read_a,
     };
     a_stale_b_on_new_master(&mut run, stale, &b, "the one the Sentinels promoted").await?;
-    sentinels.stop_watching(&run);
+    sentinels.stop_watching(run.timeline());
     run.record().await
-}
-
-/// What client-A's lock library does after the lock write when it
-/// confirms: a marker written on a connection of its own, then `WAIT 1`
-/// for it, again while no replica has acknowledged, [`WAIT_TRIES`] times at
-/// most. Returns how many replicas acknowledged. `marker` is the key
-/// written (on a cluster, one in the lock key's slot, so on its master).
-pub(super) async fn wait_for_replicas(
-    run: &Run,
-    url: &str,
-    client: &str,
-    marker: &str,
-) -> Result<i64> {
-    let replies = Some(run.timeline().reply_log());
-    let mut conn = lockcore::connect_blocking(url, client, replies, WAIT_TIMEOUT * 3).await?;
-    redis::cmd("INCR")
-        .arg(marker)
-        .query_async::<i64>(&mut conn)
-        .await?;
-    let mut acknowledged = 0;
-    for _ in 0..WAIT_TRIES {
-        acknowledged = redis::cmd("WAIT")
-            .arg(1)
-            .arg(WAIT_TIMEOUT.as_millis() as u64)
-            .query_async(&mut conn)
-            .await?;
-        if acknowledged > 0 {
-            break;
-        }
-    }
-    Ok(acknowledged)
 }
 
 /// The end of the story when client-A gave its lock back: the master dies
 /// anyway, the Sentinels fail over, client-B takes the lock and buys.
-async fn finish_without_a(
-    mut run: Run,
-    mut sentinels: crate::topology::sentinel::SentinelTopology,
-) -> Result<Recorded> {
-    let timing = run.env.timing;
+async fn finish_without_a(mut run: Run, mut sentinels: SentinelTopology) -> Result<Recorded> {
     run.unwatch(MASTER).await?;
     run.nodes[MASTER].kill().await?;
     sentinels.mark("fault");
@@ -217,13 +173,7 @@ async fn finish_without_a(
     for replica in MASTER + 1..run.nodes.len() {
         run.watch_again(replica).await?;
     }
-    let b = run.client("client-B").await?;
-    let held_b = b.acquire(timing.patience()).await?;
-    run.facts.insert("b_acquired", i64::from(held_b.is_some()));
-    if let Some(held_b) = held_b {
-        b.buy_one(&held_b, timing.business).await?;
-        let _ = b.release(&held_b).await?;
-    }
-    sentinels.stop_watching(&run);
+    b_buys_alone(&mut run).await?;
+    sentinels.stop_watching(run.timeline());
     run.record().await
 }

@@ -29,11 +29,12 @@
 //! still exists after A's release) and `c_acquired` (C got in while B was
 //! inside).
 
-use lockcore::{Acquired, Description, Point, Release, StageEntry};
+use lockcore::{Description, Point, Release, StageEntry};
 
-use super::stop::{Stopped, stop_at};
+use super::steps::slow_inside;
+use super::stop::stop_at;
 use super::{Recorded, Run, ScenarioEnv};
-use crate::client::{Client, Released};
+use crate::client::Released;
 use crate::error::Result;
 use crate::workload::Sale;
 
@@ -114,27 +115,4 @@ pub(super) async fn run(stage: StageEntry, env: ScenarioEnv) -> Result<Recorded>
     b_inside.gate.open();
     b_inside.work.await?.answered()?;
     run.record().await
-}
-
-/// client-A, holding `held`, reads the stock and stops inside its
-/// critical section before it writes: a business slower than the lock's
-/// TTL, for as long as the story keeps the gate shut.
-pub(super) async fn slow_inside<'a>(
-    run: &Run,
-    a: &'a Client,
-    held: &'a Acquired,
-) -> Result<Stopped<'a, Sale>> {
-    let timing = run.env.timing;
-    let stopped = stop_at(
-        a,
-        Point::InCriticalSection,
-        a.buy_one(held, timing.business),
-    )
-    .await?;
-    run.narrate(format!(
-        "{}'s business is slow: it stays inside while client-B waits up to {}ms",
-        a.name(),
-        timing.patience().as_millis()
-    ));
-    Ok(stopped)
 }

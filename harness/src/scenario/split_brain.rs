@@ -36,12 +36,14 @@
 
 use std::time::{Duration, Instant};
 
-use lockcore::{Acquired, Description, StageEntry};
+use lockcore::{Description, StageEntry};
 
+use super::steps::{a_asks_the_cut_off_master, a_releases_late, b_buys_while_a_finishes};
 use super::{Recorded, Run, ScenarioEnv};
-use crate::client::Client;
-use crate::error::{HarnessError, Result};
-use crate::topology::sentinel::wait_for_replication_info;
+use crate::error::Result;
+use crate::fault::node::LockNodes;
+use crate::topology::replicated::wait_for_replication_info;
+use crate::topology::sentinel::Wiring;
 
 /// Items for sale: one, so a second order is an oversell.
 const STOCK: i64 = 1;
@@ -50,7 +52,7 @@ const MASTER: usize = 0;
 /// How long the Sentinels may take to demote the old master after the heal:
 /// they overrule a master that claims its old role after four hello periods
 /// without news, and they learn its role from `INFO` (both periods are set
-/// in `sentinel_topology`; with Redis's defaults, 8 s and 10 s).
+/// in `topology/sentinel.rs`; with Redis's defaults, 8 s and 10 s).
 const DEMOTED_WITHIN: Duration = Duration::from_secs(60);
 /// How long a cut-off master with `min-replicas-to-write` may take to notice
 /// that it hears from no replica (its lag limit is one second).
@@ -69,7 +71,7 @@ pub(super) enum Mitigation {
 /// and the plain failover's reasons hold here too.
 pub(super) fn not_applicable(stage: &Description) -> Option<&'static str> {
     let reason = "ZooKeeper: no Sentinels; a member cut off from the majority serves no writes";
-    super::ensemble::redis_only(stage, reason).or_else(|| super::failover::not_applicable(stage))
+    super::ensemble::redis_only(stage, reason).or_else(|| super::steps::not_on_replicas(stage))
 }
 
 pub(super) async fn run(
@@ -87,13 +89,15 @@ pub(super) async fn run(
         ],
     };
     let (mut run, mut sentinels) =
-        Run::start_with_sentinels_for_partition(stage, env, STOCK, master_args).await?;
+        Run::start_with_sentinels(stage, env, STOCK, master_args, Wiring::Partition).await?;
     // 1. A is on the master's side of what is about to happen.
     let master_url = run.nodes[MASTER].url();
     let a = run.factory.client_at("client-A", vec![master_url]).await?;
 
     // 2. The partition.
-    sentinels.cut_master_off(&run).await?;
+    sentinels
+        .cut_master_off(&run.nodes[MASTER], run.timeline())
+        .await?;
     let cut_at = Instant::now();
     run.narrate(
         "PARTITION: the master is cut off from both replicas and all three Sentinels; client-A, on its side, still reaches it",
@@ -131,7 +135,7 @@ pub(super) async fn run(
     b_buys_while_a_finishes(&mut run, (&a, &held_a, read_a), &b, two_holders).await?;
 
     // 7. The heal, and the demotion of the old master.
-    sentinels.heal(&run).await?;
+    sentinels.heal(&run.nodes[MASTER], run.timeline()).await?;
     run.narrate("the partition HEALS: the old master and its peers hear each other again");
     wait_for_replication_info(&run.nodes[MASTER], "role", "slave", DEMOTED_WITHIN).await?;
     wait_for_replication_info(
@@ -150,68 +154,6 @@ pub(super) async fn run(
         if kept { "still there" } else { "GONE" }
     ));
     a_releases_late(&run, &a, &held_a).await;
-    sentinels.stop_watching(&run);
+    sentinels.stop_watching(run.timeline());
     run.record().await
-}
-
-/// Step 3 of a partition story: A asks the cut-off master (`master`, for
-/// the timeline) and, if granted, reads the stock. A refusal is part of the
-/// story (the master counts too few replicas), not an error.
-pub(super) async fn a_asks_the_cut_off_master(
-    run: &mut Run,
-    a: &Client,
-    master: &str,
-) -> Result<(Option<Acquired>, Option<i64>)> {
-    let held_a = match a.acquire(run.env.timing.patience()).await {
-        Ok(held) => held,
-        Err(HarnessError::Lock(e)) => {
-            run.narrate(format!("client-A's lock was REFUSED by {master}: {e}"));
-            None
-        }
-        Err(other) => return Err(other),
-    };
-    run.facts.insert("a_acquired", i64::from(held_a.is_some()));
-    let read_a = match &held_a {
-        Some(held) => Some(a.read_stock(held).await?),
-        None => None,
-    };
-    Ok((held_a, read_a))
-}
-
-/// Steps 5 and 6: B asks the side the majority promoted and buys; A,
-/// unaware of the partition, finishes the purchase it started from its
-/// read; then B gives its lock back. `two_holders` is said when both got in.
-pub(super) async fn b_buys_while_a_finishes(
-    run: &mut Run,
-    (a, held_a, read_a): (&Client, &Option<Acquired>, Option<i64>),
-    b: &Client,
-    two_holders: &str,
-) -> Result<()> {
-    let timing = run.env.timing;
-    let held_b = b.acquire(timing.patience()).await?;
-    run.facts.insert("b_acquired", i64::from(held_b.is_some()));
-    if let Some(held_b) = &held_b {
-        if held_a.is_some() {
-            run.narrate(two_holders);
-        }
-        b.buy_one(held_b, timing.business).await?;
-    }
-    if let (Some(held_a), Some(read_a)) = (held_a, read_a) {
-        run.narrate("client-A, still believing it holds the lock, finishes its purchase");
-        a.sell(read_a, held_a).await?;
-    }
-    if let Some(held_b) = held_b {
-        // A refusal is already in the timeline.
-        let _ = b.release(&held_b).await?;
-    }
-    Ok(())
-}
-
-/// After the heal: A's release, which may find its lock gone.
-pub(super) async fn a_releases_late(run: &Run, a: &Client, held_a: &Option<Acquired>) {
-    if let Some(held_a) = held_a
-        && let Err(e) = a.release(held_a).await
-    {
-        run.narrate(format!("client-A's release fails: {e}"));
-    }
 }

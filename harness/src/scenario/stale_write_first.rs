@@ -28,7 +28,7 @@
 
 use lockcore::{Point, StageEntry};
 
-use super::slow_business::slow_inside;
+use super::steps::slow_inside;
 use super::stop::stop_at;
 use super::{Recorded, Run, ScenarioEnv};
 use crate::error::Result;

@@ -44,16 +44,15 @@ use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use lockcore::{Connection, StageEntry};
+use lockcore::Connection;
 use tokio::time::{Instant, sleep};
 
 use self::relay::{NodeRelay, Port};
-use super::docker_node;
 use super::phases::Phases;
-use super::sentinel::wait_for_replication_info;
+use super::replicated::wait_for_replication_info;
+use super::{LEASE, docker_node};
 use crate::error::{HarnessError, Result};
-use crate::observe::{ClusterWatcher, cluster_nodes};
-use crate::scenario::{Run, ScenarioEnv};
+use crate::observe::{ClusterWatcher, Timeline, cluster_nodes};
 use crate::server::{Backend, CONTAINER_CLUSTER_BUS_PORT, Node, external};
 
 /// How long a node may stay silent before another calls it failing
@@ -64,7 +63,8 @@ const NODE_TIMEOUT: Duration = Duration::from_millis(500);
 // ANCHOR_END: node_timeout
 /// The slots, split in three ranges as `redis-cli --cluster create` does.
 const RANGES: [(u16, u16); 3] = [(0, 5460), (5461, 10922), (10923, 16383)];
-/// Labels, in the order of `run.nodes`: each master and then its replica.
+/// Labels, in the order of the nodes handed back: each master and then its
+/// replica.
 const LABELS: [&str; 6] = [
     "master1", "replica1", "master2", "replica2", "master3", "replica3",
 ];
@@ -76,24 +76,21 @@ const SETTLE_WITHIN: Duration = Duration::from_secs(30);
 /// How long a failover may take (a failed election is retried after twice
 /// the node timeout).
 const PROMOTED_WITHIN: Duration = Duration::from_secs(30);
-/// The lock's TTL on this topology: the articles' default, far longer than
-/// a failover here, so that a lock lost is lost to the failover and never
-/// to its expiry.
-const LEASE: Duration = Duration::from_secs(30);
 /// How often the nodes are asked while the harness waits on them.
 const POLL: Duration = Duration::from_millis(20);
 
-/// The cluster of a run: the ways into its nodes, their ids, the slot of
-/// the lock's key, and the watcher of the cluster's view. Keep it for as
-/// long as the run.
+/// The cluster: the ways into its nodes, their ids, the slot of the lock's
+/// key, and the watcher of the cluster's view; the nodes themselves are
+/// handed to whoever keeps the lock nodes. Keep it for as long as those.
+/// Every method that takes `nodes` takes those, in [`LABELS`]' order.
 pub(crate) struct ClusterTopology {
     /// Declared (so dropped) first: it stops asking before the nodes go.
     watcher: Option<ClusterWatcher>,
     paths: Paths,
     /// `addrs[i]`: where the other nodes and cluster clients reach
-    /// `run.nodes[i]` (its relay, or its own address on the run's network).
+    /// `nodes[i]` (its relay, or its own address on the run's network).
     addrs: Vec<SocketAddr>,
-    /// `ids[i]`: the cluster's id of `run.nodes[i]`.
+    /// `ids[i]`: the cluster's id of `nodes[i]`.
     ids: Vec<String>,
     /// The slot of the lock's key.
     pub(crate) slot: u16,
@@ -114,16 +111,16 @@ pub(crate) struct Cut {
 }
 
 impl Cut {
-    /// Waits until the cut is in place, and says so in the timeline with
+    /// Waits until the cut is in place, and says so in `timeline` with
     /// how long the engine took.
-    pub(crate) async fn finished(self, run: &Run) -> Result<()> {
+    pub(crate) async fn finished(self, timeline: &Timeline) -> Result<()> {
         let Some((engine, started, label)) = self.engine else {
             return Ok(());
         };
         engine
             .await
             .map_err(|e| HarnessError::Docker(format!("the disconnect task failed: {e}")))??;
-        run.narrate(format!(
+        timeline.record("harness", format!(
             "the Docker engine answered {}ms after it was asked: {label} is DISCONNECTED from the other nodes",
             started.elapsed().as_millis()
         ));
@@ -133,8 +130,7 @@ impl Cut {
 
 /// How the harness reaches between the nodes.
 enum Paths {
-    /// Processes: `relays[i]` are the client and bus relays of
-    /// `run.nodes[i]`.
+    /// Processes: `relays[i]` are the client and bus relays of `nodes[i]`.
     Relays(Vec<(NodeRelay, NodeRelay)>),
     /// Containers: the nodes reach each other at their addresses on the
     /// run's network, and the harness acts on the containers and on the
@@ -165,10 +161,10 @@ impl ClusterTopology {
     /// at its address on the clients' network, since the address it
     /// announces to the cluster (which a cluster client would be sent to)
     /// is on the network that is cut.
-    pub(crate) fn url_on_side_of(&self, run: &Run, master: usize) -> String {
+    pub(crate) fn url_on_side_of(&self, nodes: &[Node], master: usize) -> String {
         match self.paths {
             Paths::Relays(_) => self.url_of(&[master]),
-            Paths::Network => run.nodes[master].url(),
+            Paths::Network => nodes[master].url(),
         }
     }
 
@@ -178,19 +174,27 @@ impl ClusterTopology {
     }
 
     /// From now on, nothing `nodes[master]` is sent reaches its replica;
-    /// its clients' traffic flows. Says in the timeline how.
-    pub(crate) async fn hold_replication(&self, run: &Run, master: usize) -> Result<()> {
-        let (label, replica) = (run.nodes[master].label(), run.nodes[master + 1].label());
+    /// its clients' traffic flows. Says in `timeline` how.
+    pub(crate) async fn hold_replication(
+        &self,
+        nodes: &[Node],
+        master: usize,
+        timeline: &Timeline,
+    ) -> Result<()> {
+        let (label, replica) = (nodes[master].label(), nodes[master + 1].label());
         match &self.paths {
             Paths::Relays(relays) => {
                 relays[master].0.hold_replication();
-                run.narrate(format!(
-                    "replication held back: from now on nothing {label} sends reaches {replica}"
-                ));
+                timeline.record(
+                    "harness",
+                    format!(
+                        "replication held back: from now on nothing {label} sends reaches {replica}"
+                    ),
+                );
             }
             Paths::Network => {
-                refuse_replicas(&run.nodes[master]).await?;
-                run.narrate(format!(
+                refuse_replicas(&nodes[master]).await?;
+                timeline.record("harness", format!(
                     "replication stopped: {label} refuses its replica (an ACL takes PSYNC and SYNC from its default user) and has closed {replica}'s replication connection; {replica} tries to resync every second and is refused, so nothing {label} is sent from now on reaches it"
                 ));
             }
@@ -200,12 +204,17 @@ impl ClusterTopology {
 
     /// Cuts `nodes[master]` off from every other node and from its
     /// replica's replication, both ways; clients on its side still reach
-    /// it (see [`ClusterTopology::url_on_side_of`]). Says in the timeline
+    /// it (see [`ClusterTopology::url_on_side_of`]). Says in `timeline`
     /// how. The cut is made when the returned [`Cut`] is finished: at once
     /// on processes; on Docker, when the engine answers, which a story does
     /// not wait for before its client asks the cut-off master.
-    pub(crate) async fn cut_off(&self, run: &Run, master: usize) -> Result<Cut> {
-        let node = &run.nodes[master];
+    pub(crate) async fn cut_off(
+        &self,
+        nodes: &[Node],
+        master: usize,
+        timeline: &Timeline,
+    ) -> Result<Cut> {
+        let node = &nodes[master];
         match &self.paths {
             Paths::Relays(relays) => {
                 let id = &self.ids[master];
@@ -218,10 +227,10 @@ impl ClusterTopology {
                     }
                 }
                 self.mark("fault");
-                run.narrate(format!(
+                timeline.record("harness", format!(
                     "the harness CUTS {} off: the cluster bus between it and the five other nodes, and its replication to {}, drop everything both ways; clients still reach it",
                     node.label(),
-                    run.nodes[master + 1].label(),
+                    nodes[master + 1].label(),
                 ));
                 Ok(Cut { engine: None })
             }
@@ -233,10 +242,10 @@ impl ClusterTopology {
                 let started = Instant::now();
                 let engine = container.start_leaving_network().await?;
                 self.mark("fault");
-                run.narrate(format!(
+                timeline.record("harness", format!(
                     "the harness CUTS {label} off: it stops {label}'s replication ({label} refuses {replica}: an ACL takes PSYNC and SYNC from its default user) and asks the Docker engine to disconnect {label} ({peer}) from network {network}, where the five other nodes reach it; the harness and client-A still reach it at {addr} on {clients}",
                     label = node.label(),
-                    replica = run.nodes[master + 1].label(),
+                    replica = nodes[master + 1].label(),
                     peer = container.peer_addr().ip(),
                     network = container.network_name().await?,
                     addr = container.addr().ip(),
@@ -249,8 +258,13 @@ impl ClusterTopology {
         }
     }
 
-    /// Heals every cut, and says in the timeline how.
-    pub(crate) async fn heal(&self, run: &Run, master: usize) -> Result<()> {
+    /// Heals every cut, and says in `timeline` how.
+    pub(crate) async fn heal(
+        &self,
+        nodes: &[Node],
+        master: usize,
+        timeline: &Timeline,
+    ) -> Result<()> {
         match &self.paths {
             Paths::Relays(relays) => {
                 for (client, bus) in relays {
@@ -258,14 +272,17 @@ impl ClusterTopology {
                     bus.heal();
                 }
                 self.mark("heal");
-                run.narrate("the harness HEALS the cut: every node hears every other again");
+                timeline.record(
+                    "harness",
+                    "the harness HEALS the cut: every node hears every other again",
+                );
             }
             Paths::Network => {
-                let node = &run.nodes[master];
+                let node = &nodes[master];
                 let container = docker_node(node)?;
                 container.join_network().await?;
                 self.mark("heal");
-                run.narrate(format!(
+                timeline.record("harness", format!(
                     "the harness RECONNECTED {} to Docker network {}, at the same address ({}): every node hears every other again",
                     node.label(),
                     container.network_name().await?,
@@ -286,7 +303,7 @@ impl ClusterTopology {
     /// those nodes finds it.
     pub(crate) async fn wait_for_promotion(
         &self,
-        run: &Run,
+        nodes: &[Node],
         replica: usize,
         asked: &[usize],
     ) -> Result<()> {
@@ -294,7 +311,7 @@ impl ClusterTopology {
         let deadline = Instant::now() + PROMOTED_WITHIN;
         let mut conns = Vec::new();
         for &i in asked {
-            conns.push(lockcore::connect(&run.nodes[i].url(), "harness").await?);
+            conns.push(lockcore::connect(&nodes[i].url(), "harness").await?);
         }
         loop {
             let mut agreed = true;
@@ -311,7 +328,7 @@ impl ClusterTopology {
             if Instant::now() > deadline {
                 return Err(HarnessError::Topology(format!(
                     "the cluster did not promote {} within {PROMOTED_WITHIN:?}",
-                    run.nodes[replica].label()
+                    nodes[replica].label()
                 )));
             }
             sleep(POLL).await;
@@ -327,11 +344,11 @@ impl ClusterTopology {
     }
 
     /// Stops watching the cluster (before the run's reckoning, so that its
-    /// verdict is the timeline's last word), and says in the timeline how
+    /// verdict is the timeline's last word), and says in `timeline` how
     /// long each phase took.
-    pub(crate) fn stop_watching(&mut self, run: &Run) {
+    pub(crate) fn stop_watching(&mut self, timeline: &Timeline) {
         self.watcher = None;
-        run.narrate(self.phases.line(run));
+        timeline.record("harness", self.phases.line(timeline));
     }
 }
 
@@ -344,31 +361,21 @@ fn covers(range: &str, slot: u16) -> bool {
     }
 }
 
-impl Run {
-    /// Starts a Redis Cluster of three masters and three replicas (see the
-    /// module's documentation for who is where), waits until every node
-    /// knows every other, every slot is served (`cluster_state:ok`) and
-    /// every replica is in sync, then does the rest of [`Run::start`]. The
-    /// stage's clients know the cluster by all its nodes.
-    pub(crate) async fn start_with_cluster(
-        stage: StageEntry,
-        env: ScenarioEnv,
-        stock: i64,
-    ) -> Result<(Self, ClusterTopology)> {
-        if stage.description.nodes != 1 {
-            return Err(HarnessError::Unsupported(format!(
-                "{} needs {} independent masters, not one cluster",
-                stage.description.name, stage.description.nodes
-            )));
-        }
-        let on_docker = match env.backend {
+impl ClusterTopology {
+    /// Starts a Redis Cluster of three masters and three replicas on
+    /// `backend` (see the module's documentation for who is where), and
+    /// waits until every node knows every other, every slot is served
+    /// (`cluster_state:ok`) and every replica is in sync. Hands back the
+    /// six nodes, in [`LABELS`]' order; clients know the cluster by all of
+    /// them ([`ClusterTopology::url`]). [`ClusterTopology::watch`] it once
+    /// there is a timeline.
+    pub(crate) async fn start(backend: &Backend) -> Result<(Self, Vec<Node>)> {
+        let on_docker = match backend {
             Backend::Process => false,
             Backend::Docker { .. } => true,
             Backend::External(_) => return Err(HarnessError::NotApplicable(external::NO_FAULTS)),
         };
-        let setup_started = Instant::now();
-        let mut env = env.for_new_run();
-        env.timing.ttl = env.timing.ttl.max(LEASE);
+        let phases = Phases::new("the six-node cluster", TIMED_EVENTS);
         let timeout = NODE_TIMEOUT.as_millis().to_string();
         // ANCHOR: cluster_config
         let common = [
@@ -383,23 +390,20 @@ impl Run {
         ];
         // ANCHOR_END: cluster_config
 
-        // The six nodes and the database start at once (on Docker each is a
-        // container, seconds when started one after another).
-        let (mut nodes, db, paths) = if on_docker {
+        // The six nodes start at once (on Docker each is a container,
+        // seconds when started one after another).
+        let (mut nodes, paths) = if on_docker {
             // The nodes on a network of their own: in a matrix, a rig that
             // an earlier cluster cell left, with its nodes reset (see
-            // harness::server::Spares). The database may be a plain spare.
-            let peers = env.backend.for_rig("cluster");
-            let backend = &env.backend;
-            let (nodes, db) = tokio::try_join!(
-                futures_util::future::try_join_all(
-                    LABELS
-                        .iter()
-                        .map(|label| Node::start_cluster_node(&peers, label, &common))
-                ),
-                Node::start(backend, "db", &[]),
-            )?;
-            (nodes, db, Paths::Network)
+            // harness::server::Spares).
+            let peers = backend.for_rig("cluster");
+            let nodes = futures_util::future::try_join_all(
+                LABELS
+                    .iter()
+                    .map(|label| Node::start_cluster_node(&peers, label, &common)),
+            )
+            .await?;
+            (nodes, Paths::Network)
         } else {
             // Each node announces its relays as its ports, so the relays
             // are bound first.
@@ -407,28 +411,25 @@ impl Run {
             for _ in LABELS {
                 relays.push((NodeRelay::bind().await?, NodeRelay::bind().await?));
             }
-            let backend = &env.backend;
-            let (nodes, db) = tokio::try_join!(
-                futures_util::future::try_join_all(LABELS.iter().zip(&relays).map(
-                    |(label, (client, bus))| {
-                        let (client_port, bus_port) =
-                            (client.addr.port().to_string(), bus.addr.port().to_string());
-                        async move {
-                            let announce = [
-                                "--cluster-announce-ip",
-                                "127.0.0.1",
-                                "--cluster-announce-port",
-                                &client_port,
-                                "--cluster-announce-bus-port",
-                                &bus_port,
-                            ];
-                            let args: Vec<&str> = common.iter().chain(&announce).copied().collect();
-                            Node::start_cluster_node(backend, label, &args).await
-                        }
+            let nodes = futures_util::future::try_join_all(LABELS.iter().zip(&relays).map(
+                |(label, (client, bus))| {
+                    let (client_port, bus_port) =
+                        (client.addr.port().to_string(), bus.addr.port().to_string());
+                    async move {
+                        let announce = [
+                            "--cluster-announce-ip",
+                            "127.0.0.1",
+                            "--cluster-announce-port",
+                            &client_port,
+                            "--cluster-announce-bus-port",
+                            &bus_port,
+                        ];
+                        let args: Vec<&str> = common.iter().chain(&announce).copied().collect();
+                        Node::start_cluster_node(backend, label, &args).await
                     }
-                )),
-                Node::start(backend, "db", &[]),
-            )?;
+                },
+            ))
+            .await?;
             for (node, (client, bus)) in nodes.iter().zip(&mut relays) {
                 let bus_addr = node.cluster_bus_addr().ok_or_else(|| {
                     HarnessError::Topology(format!("{} has no cluster bus", node.label()))
@@ -436,7 +437,7 @@ impl Run {
                 client.start(node.addr(), Port::Client);
                 bus.start(bus_addr, Port::Bus);
             }
-            (nodes, db, Paths::Relays(relays))
+            (nodes, Paths::Relays(relays))
         };
         // Where the other nodes and cluster clients reach each node (client
         // port, bus port).
@@ -498,43 +499,48 @@ impl Run {
             .map_err(|e| setup_failed("waiting for the cluster to settle", e))?;
         drop(conns);
 
-        let mut run = Self::start_with_db(stage, env, stock, nodes, db).await?;
-        let labels: HashMap<String, String> = ids
-            .iter()
-            .zip(LABELS)
-            .map(|(id, label)| (id.clone(), label.to_owned()))
-            .collect();
-        for (i, (addr, _)) in ways.iter().enumerate() {
-            run.timeline()
-                .name_node(&format!("redis://{addr}"), LABELS[i]);
-        }
-        let watcher = ClusterWatcher::start(
-            &run.nodes[WATCHING].url(),
-            LABELS[WATCHING],
-            run.timeline(),
-            labels,
-        )
-        .await?;
-        let topology = ClusterTopology {
-            watcher: Some(watcher),
+        let topology = Self {
+            watcher: None,
             paths,
             addrs: ways.iter().map(|(addr, _)| *addr).collect(),
             ids,
             slot,
-            phases: Phases::new(
-                "the six-node cluster",
-                setup_started.elapsed(),
-                TIMED_EVENTS,
-            ),
+            phases,
         };
-        run.factory.lock_urls = vec![topology.url()];
-        let (low, high) = RANGES[range_of(slot)];
-        run.narrate(format!(
-            "a Redis Cluster: 3 masters, each with a replica in sync, cluster-node-timeout {}ms; the lock key {} is in slot {slot}, served by master1 (slots {low}-{high}) and replicated to replica1; clients know the cluster by its six nodes and follow MOVED/ASK",
+        Ok((topology, nodes))
+    }
+
+    /// Starts watching the cluster's view into `timeline`, names every
+    /// node there by the address the cluster knows it by, and says what
+    /// was set up (`key`: the lock's). The setup is done: the line of
+    /// phase times counts from here.
+    pub(crate) async fn watch(
+        &mut self,
+        nodes: &[Node],
+        timeline: &Timeline,
+        key: &str,
+    ) -> Result<()> {
+        let labels: HashMap<String, String> = self
+            .ids
+            .iter()
+            .zip(LABELS)
+            .map(|(id, label)| (id.clone(), label.to_owned()))
+            .collect();
+        for (addr, label) in self.addrs.iter().zip(LABELS) {
+            timeline.name_node(&format!("redis://{addr}"), label);
+        }
+        self.watcher = Some(
+            ClusterWatcher::start(&nodes[WATCHING].url(), LABELS[WATCHING], timeline, labels)
+                .await?,
+        );
+        self.phases.ready();
+        let (low, high) = RANGES[range_of(self.slot)];
+        timeline.record("harness", format!(
+            "a Redis Cluster: 3 masters, each with a replica in sync, cluster-node-timeout {}ms; the lock key {key} is in slot {}, served by master1 (slots {low}-{high}) and replicated to replica1; clients know the cluster by its six nodes and follow MOVED/ASK",
             NODE_TIMEOUT.as_millis(),
-            run.factory.config.key,
+            self.slot,
         ));
-        Ok((run, topology))
+        Ok(())
     }
 }
 

@@ -5,14 +5,16 @@
 //! time since the one before it.
 
 use std::sync::Mutex;
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
-use crate::scenario::Run;
+use crate::observe::Timeline;
 
 /// The moments a story is timed by.
 pub(crate) struct Phases {
     /// What was set up, for the line: `servers and Sentinels`.
     what: &'static str,
+    /// When the setup began.
+    started: Instant,
     /// How long it took to be ready.
     setup: Duration,
     /// The topology's events the line shows (`+odown`, `+fail`, …).
@@ -22,17 +24,20 @@ pub(crate) struct Phases {
 }
 
 impl Phases {
-    pub(crate) fn new(
-        what: &'static str,
-        setup: Duration,
-        events: &'static [&'static str],
-    ) -> Self {
+    /// The moments of a topology whose setup begins now.
+    pub(crate) fn new(what: &'static str, events: &'static [&'static str]) -> Self {
         Self {
             what,
-            setup,
+            started: Instant::now(),
+            setup: Duration::ZERO,
             events,
             marks: Mutex::new(Vec::new()),
         }
+    }
+
+    /// Notes that the setup is done: the line's first phase ends now.
+    pub(crate) fn ready(&mut self) {
+        self.setup = self.started.elapsed();
     }
 
     /// Notes that the harness did `step` now.
@@ -44,9 +49,10 @@ impl Phases {
     }
 
     /// `phases: <what> up in 1.2s; fault; +odown after 0.6s; …`.
-    pub(crate) fn line(&self, run: &Run) -> String {
+    /// The events are `timeline`'s.
+    pub(crate) fn line(&self, timeline: &Timeline) -> String {
         let mut steps = self.marks.lock().unwrap_or_else(|p| p.into_inner()).clone();
-        let events = run.timeline().events();
+        let events = timeline.events();
         let first_mark = steps.first().map(|(_, at)| *at);
         for name in self.events {
             let seen = events.iter().find(|e| {

@@ -21,35 +21,34 @@
 //! `+odown`, `+switch-master`, heal, `+convert-to-slave`), so a reader sees
 //! which wait a run spent its time on.
 //!
-//! How the master's peers (replicas and Sentinels) reach it depends on the
-//! story:
-//! - [`Run::start_with_sentinels`]: each replica follows the master through
-//!   a [`ReplicationLink`], and the Sentinels watch it through one more, so
+//! How the master's peers (replicas and Sentinels) reach it depends on
+//! what the story will do to them ([`Wiring`]):
+//! - [`Wiring::Links`]: each replica follows the master through a
+//!   [`ReplicationLink`], and the Sentinels watch it through one more, so
 //!   a story can hold replication back (keeping open the window in which
 //!   the master has granted a lock its replicas have not seen).
-//! - [`Run::start_with_sentinels_for_partition`]: a story cuts the master
-//!   off from all its peers, while clients on its side still talk to it. On
-//!   the Docker backend the peers reach the master at its own address on
-//!   the run's network, and the cut is a real one: the master is
-//!   disconnected from that network, then connected again at the same
-//!   address; the harness and the clients reach it over the run's clients'
-//!   network, which nothing else is on. On the process backend every node
-//!   is on loopback, so the peers go through links there too, and the cut
-//!   is the links dropping everything both ways.
+//! - [`Wiring::Partition`]: a story cuts the master off from all its
+//!   peers, while clients on its side still talk to it. On the Docker
+//!   backend the peers reach the master at its own address on the run's
+//!   network, and the cut is a real one: the master is disconnected from
+//!   that network, then connected again at the same address; the harness
+//!   and the clients reach it over the run's clients' network, which
+//!   nothing else is on. On the process backend every node is on loopback,
+//!   so the peers go through links there too, and the cut is the links
+//!   dropping everything both ways.
 
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use lockcore::StageEntry;
 use tokio::sync::watch;
 use tokio::time::{Instant, sleep};
 
 use super::docker_node;
 use super::phases::Phases;
-use super::replicated::{ReplicationLink, wait_in_sync};
+use super::replicated::wait_in_sync;
 use crate::error::{HarnessError, Result};
-use crate::observe::{SentinelWatcher, wait_for_switch};
-use crate::scenario::{Run, ScenarioEnv};
+use crate::fault::link::ReplicationLink;
+use crate::observe::{SentinelWatcher, Timeline, wait_for_switch};
 use crate::server::{Backend, Node};
 
 /// The name the Sentinels know the master by.
@@ -92,22 +91,34 @@ const PERIODS: &[(&str, Duration)] = &[
 const SWITCH_WITHIN: Duration = Duration::from_secs(60);
 /// How long the Sentinels may take to find each other and the replicas.
 const SETTLE_WITHIN: Duration = Duration::from_secs(30);
-/// The lock's TTL on this topology: the articles' default, far longer than
-/// a failover here (a few seconds) or the demotion after a partition heals
-/// (as long, sixty at the most), so that a lock lost is lost to the
-/// failover and never to its expiry.
-const LEASE: Duration = Duration::from_secs(30);
 /// How often the Sentinels' state is asked while they settle.
 const POLL: Duration = Duration::from_millis(50);
 
-/// The Sentinels of a run, their watchers, and the master's peers' paths
-/// to it. Keep it for as long as the run.
+/// How a story will fault the master's peers' ways to it, which decides
+/// how they reach it (see the module's documentation).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Wiring {
+    /// Through links on the harness's host, so that replication can be
+    /// held back.
+    Links,
+    /// For a partition that cuts the master off from all its peers: on
+    /// Docker over the run's network (a real cut), elsewhere through links.
+    Partition,
+}
+
+/// The Sentinels, their watchers, and the master's peers' paths to it;
+/// the master and its replicas are handed to whoever keeps the lock nodes.
+/// Keep it for as long as those.
 pub(crate) struct SentinelTopology {
     /// Declared (so dropped) before the Sentinels: they stop reporting first.
     watchers: Vec<SentinelWatcher>,
     sentinels: Vec<Node>,
+    /// Where the watchers announce a new master, until they are started.
+    switch_tx: Option<watch::Sender<Option<String>>>,
     switches: watch::Receiver<Option<String>>,
     paths: PeerPaths,
+    /// Where the master's peers reach it: the Sentinels name it by this.
+    seen_by_peers: SocketAddr,
     /// When the story's steps happened, for its line of phase times.
     phases: Phases,
 }
@@ -141,228 +152,42 @@ enum PeerPaths {
 }
 
 impl SentinelTopology {
-    /// The URL clients use: the master, as the Sentinels name it.
-    pub(crate) fn url(&self) -> String {
-        let addrs: Vec<String> = self
-            .sentinels
-            .iter()
-            .map(|s| s.addr().to_string())
-            .collect();
-        lockcore::sentinel_url(&addrs, SERVICE)
-    }
-
-    /// Holds replication back on every replica's link.
-    pub(crate) fn hold_replication(&self) {
-        for link in self.replica_links() {
-            link.hold();
-        }
-    }
-
-    /// Holds replication back on every replica's link but `index`'s
-    /// (`nodes[index]`, 1 or 2).
-    pub(crate) fn hold_replication_except(&self, index: usize) {
-        for (i, link) in self.replica_links().iter().enumerate() {
-            if i + 1 != index {
-                link.hold();
-            }
-        }
-    }
-
-    /// The replicas' links; none when they reach the master over the
-    /// network (only [`Run::start_with_sentinels_for_partition`] does that).
-    fn replica_links(&self) -> &[ReplicationLink] {
-        match &self.paths {
-            PeerPaths::Links { replicas, .. } => replicas,
-            PeerPaths::Network => &[],
-        }
-    }
-
-    /// Cuts the master (`run.nodes[0]`) off from its replicas and the
-    /// Sentinels, both ways, and says in the timeline how.
-    pub(crate) async fn cut_master_off(&self, run: &Run) -> Result<()> {
-        let master = &run.nodes[0];
-        match &self.paths {
-            PeerPaths::Links {
-                replicas,
-                sentinels,
-            } => {
-                for link in replicas.iter().chain([sentinels]) {
-                    link.cut();
-                }
-                self.mark("fault");
-                run.narrate(format!(
-                    "the harness CUTS the links between {} and its peers (both replicas, all three Sentinels): nothing passes either way",
-                    master.label()
-                ));
-            }
-            PeerPaths::Network => {
-                let container = docker_node(master)?;
-                container.leave_network().await?;
-                self.mark("fault");
-                run.narrate(format!(
-                    "the harness DISCONNECTED {} ({}) from Docker network {}, the only way its replicas and Sentinels reach it; the harness and client-A still reach it at {} on {}",
-                    master.label(),
-                    container.peer_addr().ip(),
-                    container.network_name().await?,
-                    container.addr().ip(),
-                    container.clients_network_name().await?,
-                ));
-            }
-        }
-        Ok(())
-    }
-
-    /// Heals the partition, and says in the timeline how.
-    pub(crate) async fn heal(&self, run: &Run) -> Result<()> {
-        let master = &run.nodes[0];
-        match &self.paths {
-            PeerPaths::Links {
-                replicas,
-                sentinels,
-            } => {
-                for link in replicas.iter().chain([sentinels]) {
-                    link.heal();
-                }
-                self.mark("heal");
-                run.narrate(format!(
-                    "the harness HEALS the links between {} and its peers",
-                    master.label()
-                ));
-            }
-            PeerPaths::Network => {
-                let container = docker_node(master)?;
-                container.join_network().await?;
-                self.mark("heal");
-                run.narrate(format!(
-                    "the harness RECONNECTED {} to Docker network {}, at the same address ({})",
-                    master.label(),
-                    container.network_name().await?,
-                    container.peer_addr().ip(),
-                ));
-            }
-        }
-        Ok(())
-    }
-
-    /// Notes that the harness did `step` now (`"fault"`, `"heal"`, …), for
-    /// the line of phase times.
-    pub(crate) fn mark(&self, step: &'static str) {
-        self.phases.mark(step);
-    }
-
-    /// Stops recording what the Sentinels say (before the run's reckoning,
-    /// so that its verdict is the timeline's last word), and says in the
-    /// timeline how long each phase took.
-    pub(crate) fn stop_watching(&mut self, run: &Run) {
-        self.watchers.clear();
-        run.narrate(self.phases.line(run));
-    }
-
-    /// Waits until the Sentinels announce a new master (`+switch-master`);
-    /// returns its `host:port`.
-    pub(crate) async fn wait_for_switch(&mut self) -> Result<String> {
-        let new_master = wait_for_switch(&mut self.switches, SWITCH_WITHIN).await?;
-        // The first Sentinel to announce it is not the last: a client that
-        // asks one still naming the dead master would wait on it (on
-        // Docker a killed node's address answers nothing, and the client
-        // timed out). The story goes on once every Sentinel names the new
-        // master.
-        let deadline = Instant::now() + SWITCH_WITHIN;
-        for sentinel in &self.sentinels {
-            let mut conn = lockcore::connect(&sentinel.url(), "harness-sentinel").await?;
-            loop {
-                let named: Vec<String> = redis::cmd("SENTINEL")
-                    .arg("GET-MASTER-ADDR-BY-NAME")
-                    .arg(SERVICE)
-                    .query_async(&mut conn)
-                    .await?;
-                if named.join(":") == new_master {
-                    break;
-                }
-                if Instant::now() > deadline {
-                    return Err(HarnessError::Topology(format!(
-                        "{} still names {} as the master, not {new_master}",
-                        sentinel.label(),
-                        named.join(":")
-                    )));
-                }
-                sleep(POLL).await;
-            }
-        }
-        Ok(new_master)
-    }
-}
-
-impl Run {
-    /// Starts a master (`nodes[0]`), two replicas that follow it through
-    /// replication links (`nodes[1]`, `nodes[2]`, in sync), three Sentinels
-    /// that know the master, both replicas and each other, then the rest of
-    /// [`Run::start`]. The stage's clients find the master through the
-    /// Sentinels. `master_args` go on the master's command line (and the
-    /// replicas', which may become masters).
-    pub(crate) async fn start_with_sentinels(
-        stage: StageEntry,
-        env: ScenarioEnv,
-        stock: i64,
+    /// Starts a master (the first node handed back), two replicas that
+    /// follow it (the second and third, in sync), and three Sentinels that
+    /// know the master, both replicas and each other, on `backend` (on
+    /// Docker, a network of their own), wired as `wiring` says.
+    /// `master_args` go on the master's command line (and the replicas',
+    /// which may become masters). Clients find the master through the
+    /// Sentinels ([`SentinelTopology::url`]); [`SentinelTopology::watch`]
+    /// them once there is a timeline.
+    pub(crate) async fn start(
+        backend: &Backend,
         master_args: &[&str],
-    ) -> Result<(Self, SentinelTopology)> {
-        Self::start_sentinel_topology(stage, env, stock, master_args, false).await
-    }
-
-    /// As [`Run::start_with_sentinels`], for a story that cuts the master
-    /// off from its peers ([`SentinelTopology::cut_master_off`]) while
-    /// clients on its side still reach it at `nodes[0].url()`. On the
-    /// Docker backend the peers reach the master over the run's network
-    /// only, and the cut disconnects it from there; replication cannot be
-    /// held.
-    pub(crate) async fn start_with_sentinels_for_partition(
-        stage: StageEntry,
-        env: ScenarioEnv,
-        stock: i64,
-        master_args: &[&str],
-    ) -> Result<(Self, SentinelTopology)> {
-        let by_network = matches!(env.backend, Backend::Docker { .. });
-        Self::start_sentinel_topology(stage, env, stock, master_args, by_network).await
-    }
-
-    /// The topology; with `by_network`, the peers reach the master at its
-    /// address on the run's network, and everyone else on the clients'
-    /// network.
-    async fn start_sentinel_topology(
-        stage: StageEntry,
-        env: ScenarioEnv,
-        stock: i64,
-        master_args: &[&str],
-        by_network: bool,
-    ) -> Result<(Self, SentinelTopology)> {
-        if stage.description.nodes != 1 {
-            return Err(HarnessError::Unsupported(format!(
-                "{} needs {} independent masters, not a master with Sentinels",
-                stage.description.name, stage.description.nodes
-            )));
-        }
-        let setup_started = Instant::now();
-        let mut env = env.for_new_run();
-        env.timing.ttl = env.timing.ttl.max(LEASE);
+        wiring: Wiring,
+    ) -> Result<(Self, Vec<Node>)> {
+        let phases = Phases::new("servers and Sentinels", TIMED_EVENTS);
+        // With a partition on Docker, the peers reach the master at its
+        // address on the run's network, and everyone else on the clients'
+        // network.
+        let by_network = wiring == Wiring::Partition && matches!(backend, Backend::Docker { .. });
         // No wait before a full sync: the replicas are all there.
         let args: Vec<&str> = ["--repl-diskless-sync-delay", "0"]
             .into_iter()
             .chain(master_args.iter().copied())
             .collect();
-        // The four servers (the database among them) start at once (on Docker each is a container,
+        // The three servers start at once (on Docker each is a container,
         // seconds each when started one after another).
         // The master, replicas and Sentinels on one network of their own,
         // where the Sentinels reach the servers (a matrix's plain spares are
         // each on another): in a matrix, a rig that an earlier cell of the
         // same kind left, with its wiped nodes, which start again far sooner
-        // than new containers. The database, which only the clients reach,
-        // may be a plain spare.
+        // than new containers.
         let rig = format!(
             "sentinel {} {}",
             if by_network { "partition" } else { "links" },
             args.join(" ")
         );
-        let peers = env.backend.for_rig(&rig);
+        let peers = backend.for_rig(&rig);
         let master = async {
             if by_network {
                 Node::start_with_clients_network(&peers, "master", &args).await
@@ -370,11 +195,10 @@ impl Run {
                 Node::start(&peers, "master", &args).await
             }
         };
-        let (master, replica1, replica2, db) = tokio::try_join!(
+        let (master, replica1, replica2) = tokio::try_join!(
             master,
             Node::start(&peers, "replica1", &args),
             Node::start(&peers, "replica2", &args),
-            Node::start(&env.backend, "db", &[]),
         )?;
         let mut nodes = vec![master];
         let mut links = Vec::new();
@@ -431,41 +255,199 @@ impl Run {
         for sentinel in &sentinels {
             wait_until_settled(sentinel, sentinels.len() - 1, nodes.len() - 1).await?;
         }
-        let mut run = Self::start_with_db(stage, env, stock, nodes, db).await?;
         let (switch_tx, switches) = watch::channel(None);
-        let mut watchers = Vec::new();
-        for sentinel in &sentinels {
-            watchers.push(
-                SentinelWatcher::start(
-                    &sentinel.url(),
-                    sentinel.label(),
-                    run.timeline(),
-                    switch_tx.clone(),
-                )
-                .await?,
-            );
-        }
-        let topology = SentinelTopology {
-            watchers,
+        let topology = Self {
+            watchers: Vec::new(),
             sentinels,
+            switch_tx: Some(switch_tx),
             switches,
             paths,
-            phases: Phases::new(
-                "servers and Sentinels",
-                setup_started.elapsed(),
-                TIMED_EVENTS,
-            ),
+            seen_by_peers,
+            phases,
         };
-        // The Sentinels name the master by the address they reach it at.
-        let master_label = run.nodes[0].label().to_owned();
-        run.timeline()
-            .name_node(&format!("redis://{seen_by_peers}"), &master_label);
-        run.factory.lock_urls = vec![topology.url()];
-        run.narrate(format!(
+        Ok((topology, nodes))
+    }
+
+    /// Starts recording what the Sentinels say in `timeline`, names the
+    /// master (`master`) there by the address they know it by, and says
+    /// what watches it. The setup is done: the line of phase times counts
+    /// from here.
+    pub(crate) async fn watch(&mut self, master: &Node, timeline: &Timeline) -> Result<()> {
+        if let Some(switch_tx) = self.switch_tx.take() {
+            for sentinel in &self.sentinels {
+                self.watchers.push(
+                    SentinelWatcher::start(
+                        &sentinel.url(),
+                        sentinel.label(),
+                        timeline,
+                        switch_tx.clone(),
+                    )
+                    .await?,
+                );
+            }
+        }
+        self.phases.ready();
+        timeline.name_node(&format!("redis://{}", self.seen_by_peers), master.label());
+        timeline.record("harness", format!(
             "3 Sentinels watch the master (quorum {QUORUM}, down after {}ms or a little more); both replicas are in sync; clients find the master through the Sentinels",
             DOWN_AFTER.as_millis()
         ));
-        Ok((run, topology))
+        Ok(())
+    }
+
+    /// The URL clients use: the master, as the Sentinels name it.
+    pub(crate) fn url(&self) -> String {
+        let addrs: Vec<String> = self
+            .sentinels
+            .iter()
+            .map(|s| s.addr().to_string())
+            .collect();
+        lockcore::sentinel_url(&addrs, SERVICE)
+    }
+
+    /// Holds replication back on every replica's link.
+    pub(crate) fn hold_replication(&self) {
+        for link in self.replica_links() {
+            link.hold();
+        }
+    }
+
+    /// Holds replication back on every replica's link but `index`'s
+    /// (`nodes[index]`, 1 or 2).
+    pub(crate) fn hold_replication_except(&self, index: usize) {
+        for (i, link) in self.replica_links().iter().enumerate() {
+            if i + 1 != index {
+                link.hold();
+            }
+        }
+    }
+
+    /// The replicas' links; none when they reach the master over the
+    /// network (as [`Wiring::Partition`] has them on Docker).
+    fn replica_links(&self) -> &[ReplicationLink] {
+        match &self.paths {
+            PeerPaths::Links { replicas, .. } => replicas,
+            PeerPaths::Network => &[],
+        }
+    }
+
+    /// Cuts `master` off from its replicas and the Sentinels, both ways,
+    /// and says in `timeline` how.
+    pub(crate) async fn cut_master_off(&self, master: &Node, timeline: &Timeline) -> Result<()> {
+        match &self.paths {
+            PeerPaths::Links {
+                replicas,
+                sentinels,
+            } => {
+                for link in replicas.iter().chain([sentinels]) {
+                    link.cut();
+                }
+                self.mark("fault");
+                timeline.record("harness", format!(
+                    "the harness CUTS the links between {} and its peers (both replicas, all three Sentinels): nothing passes either way",
+                    master.label()
+                ));
+            }
+            PeerPaths::Network => {
+                let container = docker_node(master)?;
+                container.leave_network().await?;
+                self.mark("fault");
+                timeline.record("harness", format!(
+                    "the harness DISCONNECTED {} ({}) from Docker network {}, the only way its replicas and Sentinels reach it; the harness and client-A still reach it at {} on {}",
+                    master.label(),
+                    container.peer_addr().ip(),
+                    container.network_name().await?,
+                    container.addr().ip(),
+                    container.clients_network_name().await?,
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Heals the partition around `master`, and says in `timeline` how.
+    pub(crate) async fn heal(&self, master: &Node, timeline: &Timeline) -> Result<()> {
+        match &self.paths {
+            PeerPaths::Links {
+                replicas,
+                sentinels,
+            } => {
+                for link in replicas.iter().chain([sentinels]) {
+                    link.heal();
+                }
+                self.mark("heal");
+                timeline.record(
+                    "harness",
+                    format!(
+                        "the harness HEALS the links between {} and its peers",
+                        master.label()
+                    ),
+                );
+            }
+            PeerPaths::Network => {
+                let container = docker_node(master)?;
+                container.join_network().await?;
+                self.mark("heal");
+                timeline.record(
+                    "harness",
+                    format!(
+                        "the harness RECONNECTED {} to Docker network {}, at the same address ({})",
+                        master.label(),
+                        container.network_name().await?,
+                        container.peer_addr().ip(),
+                    ),
+                );
+            }
+        }
+        Ok(())
+    }
+
+    /// Notes that the harness did `step` now (`"fault"`, `"heal"`, …), for
+    /// the line of phase times.
+    pub(crate) fn mark(&self, step: &'static str) {
+        self.phases.mark(step);
+    }
+
+    /// Stops recording what the Sentinels say (before the run's reckoning,
+    /// so that its verdict is the timeline's last word), and says in
+    /// `timeline` how long each phase took.
+    pub(crate) fn stop_watching(&mut self, timeline: &Timeline) {
+        self.watchers.clear();
+        timeline.record("harness", self.phases.line(timeline));
+    }
+
+    /// Waits until the Sentinels announce a new master (`+switch-master`);
+    /// returns its `host:port`.
+    pub(crate) async fn wait_for_switch(&mut self) -> Result<String> {
+        let new_master = wait_for_switch(&mut self.switches, SWITCH_WITHIN).await?;
+        // The first Sentinel to announce it is not the last: a client that
+        // asks one still naming the dead master would wait on it (on
+        // Docker a killed node's address answers nothing, and the client
+        // timed out). The story goes on once every Sentinel names the new
+        // master.
+        let deadline = Instant::now() + SWITCH_WITHIN;
+        for sentinel in &self.sentinels {
+            let mut conn = lockcore::connect(&sentinel.url(), "harness-sentinel").await?;
+            loop {
+                let named: Vec<String> = redis::cmd("SENTINEL")
+                    .arg("GET-MASTER-ADDR-BY-NAME")
+                    .arg(SERVICE)
+                    .query_async(&mut conn)
+                    .await?;
+                if named.join(":") == new_master {
+                    break;
+                }
+                if Instant::now() > deadline {
+                    return Err(HarnessError::Topology(format!(
+                        "{} still names {} as the master, not {new_master}",
+                        sentinel.label(),
+                        named.join(":")
+                    )));
+                }
+                sleep(POLL).await;
+            }
+        }
+        Ok(new_master)
     }
 }
 
@@ -526,40 +508,6 @@ async fn wait_until_settled(sentinel: &Node, peers: usize, replicas: usize) -> R
                 sentinel.label(),
                 known_peers.len(),
                 known_replicas.len()
-            )));
-        }
-        sleep(POLL).await;
-    }
-}
-
-/// Waits until `node` says `field:value` in `INFO replication` (a demoted
-/// master says `role:slave`, then `master_link_status:up`), within
-/// `within`.
-pub(crate) async fn wait_for_replication_info(
-    node: &Node,
-    field: &str,
-    value: &str,
-    within: Duration,
-) -> Result<()> {
-    let deadline = Instant::now() + within;
-    let wanted = format!("{field}:{value}");
-    loop {
-        // A fresh connection each time: a Sentinel reconfiguring the node
-        // closes its clients' connections.
-        if let Ok(mut conn) = lockcore::connect(&node.url(), "harness").await {
-            let info: String = redis::cmd("INFO")
-                .arg("replication")
-                .query_async(&mut conn)
-                .await
-                .unwrap_or_default();
-            if info.lines().any(|line| line.trim() == wanted) {
-                return Ok(());
-            }
-        }
-        if Instant::now() > deadline {
-            return Err(HarnessError::Topology(format!(
-                "{} did not say {wanted} within {within:?}",
-                node.label()
             )));
         }
         sleep(POLL).await;

@@ -10,7 +10,9 @@
 //! with the harness, and a stage's `src/` depends on nothing of the harness.
 
 use harness::Result;
+use harness::fault::node::LockNodes;
 use harness::scenario::{Outcome, Run, ScenarioEnv};
+use harness::topology::redlock;
 
 /// What the minority run did.
 pub struct MinorityLost {
@@ -68,7 +70,7 @@ pub async fn majority_lost(env: ScenarioEnv) -> Result<MajorityLost> {
     // A refusal is an answer, not an error.
     let granted = client.try_acquire().await?.is_some();
     // The two live masters did write the key; a failed attempt deletes it.
-    let keys_left = run.nodes_holding_lock().await?;
+    let keys_left = redlock::nodes_holding(&run.nodes, run.lock_key()).await?;
     // Waiting does not help, and does not hang either.
     let granted_after_waiting = client.acquire(run.env.timing.ttl).await?.is_some();
     Ok(MajorityLost {
