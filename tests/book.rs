@@ -313,7 +313,7 @@ fn a_claim_is_read_and_checked() {
         "stage9,stage10 gc-pause OVERLAP",
         "stage2..stage7 gc-pause OVERSOLD OVERLAP",
         "stage6 slow-business,stale-write-first ok",
-        "stage6-fair = stage6",
+        "stage6-fair arrival-order ok",
         "last stage10",
         "stage7 failover n/a",
         "stage5 gc-pause +OVERSOLD",
@@ -326,6 +326,7 @@ fn a_claim_is_read_and_checked() {
     for claim in [
         "stage9 gc-pause ok",
         "stage6 = stage5",
+        "stage6-fair = stage6",
         "last stage9",
         "stage6 gc-pause +DEADLOCK",
         "stage11 gc-pause ok",
