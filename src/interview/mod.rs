@@ -94,8 +94,10 @@ pub struct Question {
 /// One real run: a scenario against a stage.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Probe {
-    /// 0 (no lock) to 8.
+    /// 0 (no lock) to 10.
     pub stage: u8,
+    /// A variant of that stage (`fair`: `stage6-fair`), or none.
+    pub variant: Option<&'static str>,
     /// A scenario name, as `lockstages list` shows it.
     pub scenario: &'static str,
     /// How stage 8's resource checks tokens: the matrix's default, or the
@@ -149,7 +151,10 @@ impl Watch {
 impl Probe {
     /// `stage6`.
     pub fn stage_name(&self) -> String {
-        format!("stage{}", self.stage)
+        match self.variant {
+            Some(variant) => format!("stage{}-{variant}", self.stage),
+            None => format!("stage{}", self.stage),
+        }
     }
 
     /// `stage8 stale-write-first`, with `--fencing write-only` when the

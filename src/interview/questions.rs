@@ -2,7 +2,9 @@
 //! started with, then what the source articles and interviewers add. Each answer is
 //! short; the runs and the chapter it points to say the rest.
 
-use harness::check::Finding::{Deadlock, Duplicate, ForeignDelete, Overlap, Oversold, Refused};
+use harness::check::Finding::{
+    Deadlock, Duplicate, ForeignDelete, OutOfOrder, Overlap, Oversold, Refused,
+};
 use harness::workload::{Fencing, RequestIds};
 
 use super::Watch::{Clean, Fires};
@@ -12,10 +14,19 @@ use super::{Probe, Question, TestTarget};
 pub(super) const fn on(stage: u8, scenario: &'static str, says: &'static str) -> Probe {
     Probe {
         stage,
+        variant: None,
         scenario,
         fencing: Fencing::ReadsAndWrites,
         request_ids: RequestIds::Ignored,
         says,
+    }
+}
+
+/// A run of stage 6's fair variant (`stage6-fair`), as the matrix runs it.
+const fn fair(scenario: &'static str, says: &'static str) -> Probe {
+    Probe {
+        variant: Some("fair"),
+        ..on(6, scenario, says)
     }
 }
 
@@ -724,32 +735,46 @@ pub const QUESTIONS: &[Question] = &[
     },
     // 21
     Question {
-        ask: "What is the thundering herd on release, and what do fair and read-write locks change?",
-        answer: "When a lock is released, every waiter wakes (a pub/sub message reaches all \
-                 subscribers; every spinner retries) and all but one lose. With many waiters that is \
-                 a burst of commands for one winner, and the winner is whoever is fastest, not who \
-                 came first.\n\n\
-                 A fair lock queues the waiters and wakes only the head (Redisson's `getFairLock`, \
-                 a list and a sorted set). A read-write lock (`getReadWriteLock`) lets readers share \
-                 and makes writers exclusive. This course builds the fair lock (`stage6-fair`, in \
-                 the stage 6 chapter, with what a dead waiter costs it) and not the read-write \
-                 one; plain stage 6 shows the herd.",
+        ask: "Is a Redisson lock fair? What do the fair lock and the read-write lock change?",
+        answer: "The plain lock is not. On release, every waiter wakes (a pub/sub message reaches \
+                 all subscribers; every spinner retries) and races the others and the client that \
+                 has just released, which may ask again at once: the winner is whoever is fastest, \
+                 not who came first. In the arrival-order run, four waiters line up one at a time \
+                 and every client asks again as soon as it has released: stage 6 passes a waiter \
+                 over in every run, three to six grants of about fourteen.\n\n\
+                 A fair lock queues the waiters and hands the lock to the head (Redisson's \
+                 `getFairLock`: a list and a sorted set of deadlines): `stage6-fair` serves the same \
+                 line in order every time, and a client that asks again joins the tail. What it \
+                 costs: a waiter that dies in the queue holds the line up until its place times \
+                 out, one waiter timeout and a third at most (65 ms in the dead-waiter run, where \
+                 plain stage 6 hands over at once). A read-write lock (`getReadWriteLock`) lets \
+                 readers share and makes writers exclusive; the course does not build it.",
         java: Some(
             "`redisson.getFairLock(name)` is `stage6-fair`'s `FairLock`; \
              `redisson.getReadWriteLock(name).readLock()` has no counterpart here; stage 6's \
              `RLock` is Redisson's plain, unfair `getLock(name)`.",
         ),
-        predict: "Eight clients on one lock: which stages oversell?",
-        watch: Fires(Oversold),
+        predict: "Four waiters line up, and every client asks again the moment it releases: \
+                  which lock passes a waiter over?",
+        watch: Fires(OutOfOrder),
         runs: &[
-            on(6, "contention", "ok"),
-            on(0, "contention", "OVERSOLD OVERLAP"),
+            on(6, "arrival-order", "OUT-OF-ORDER"),
+            fair("arrival-order", "ok"),
+            on(6, "dead-waiter", "ok"),
+            fair("dead-waiter", "ok"),
         ],
-        marks: &["start shopping", "acquired the lock", "release deleted"],
+        marks: &[
+            "in line",
+            "acquired the lock",
+            "OUT-OF-ORDER",
+            "after client-A's release",
+        ],
         tests: &[test("stage6", "pubsub_wait"), test("stage6", "fair")],
-        look_for: "Who releases and who acquires next: the same client often takes the lock again \
-                   right after its own release, ahead of clients that have waited longer. That is an \
-                   unfair lock; a fair one would hand it to the longest waiter.",
+        look_for: "In stage 6's run, who gets the lock after each release: often the client that \
+                   has just released, or the last one in line, while client-B, first in line, \
+                   still waits. In stage6-fair's, B, C, D, E in turn. In the dead-waiter runs, how \
+                   long client-C waits after client-A's release: at once on stage 6, a waiter \
+                   timeout and a third on the fair lock, whose head is dead.",
         sources: &[REDISSON_LOCKS],
         read_next: STAGE6,
     },
