@@ -352,11 +352,22 @@ impl Run {
     /// old holder's lock, whose expiry the story is about, keeps the usual
     /// TTL.
     pub async fn rival(&mut self, name: &str) -> Result<Client> {
-        let ttl = self.factory.config.ttl;
-        self.factory.config.ttl = ttl.max(RIVAL_TTL);
-        let rival = self.factory.client(name).await;
-        self.factory.config.ttl = ttl;
-        rival
+        self.client_configured(name, |config| config.ttl = config.ttl.max(RIVAL_TTL))
+            .await
+    }
+
+    /// Connects a client called `name` whose lock configuration is the
+    /// run's with `adjust` applied; the run's own stays as it was.
+    pub async fn client_configured(
+        &mut self,
+        name: &str,
+        adjust: impl FnOnce(&mut LockConfig),
+    ) -> Result<Client> {
+        let usual = self.factory.config.clone();
+        adjust(&mut self.factory.config);
+        let client = self.factory.client(name).await;
+        self.factory.config = usual;
+        client
     }
 
     /// Stops watching lock node `index` once its `MONITOR` has shown all it
