@@ -13,7 +13,7 @@
 use std::time::Duration;
 
 use super::{Finding, Violation};
-use crate::history::{Entry, History, Op, Phase, What};
+use crate::history::{History, Op, Phase, What};
 
 /// How far a server's clock and the history's may disagree: both are the
 /// same machine's, read a few microseconds apart.
@@ -39,7 +39,7 @@ pub fn check(history: &History) -> Vec<Violation> {
             let before = |process: &str, op: Op, phase: Phase| {
                 entries
                     .iter()
-                    .rfind(|e| e.at <= at + SLACK && e.process == process && is(e, op, phase))
+                    .rfind(|e| e.at <= at + SLACK && e.process == process && e.is(op, phase))
             };
             let deleted = entries.iter().find(|e| {
                 e.process == by
@@ -48,7 +48,7 @@ pub fn check(history: &History) -> Vec<Violation> {
             });
             let answered = entries
                 .iter()
-                .find(|e| e.at + SLACK >= at && e.process == by && is(e, Op::Release, Phase::Ok));
+                .find(|e| e.at + SLACK >= at && e.process == by && e.is(Op::Release, Phase::Ok));
             let evidence = [
                 before(&owner, Op::Acquire, Phase::Ok),
                 before(&by, Op::Release, Phase::Invoke),
@@ -70,10 +70,6 @@ pub fn check(history: &History) -> Vec<Violation> {
             }
         })
         .collect()
-}
-
-fn is(entry: &Entry, op: Op, phase: Phase) -> bool {
-    matches!(entry.op(), Some((o, p, _)) if o == op && p == phase)
 }
 
 #[cfg(test)]

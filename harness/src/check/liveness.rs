@@ -3,13 +3,14 @@
 //! a scripted story's patience window, or any acquire of the explorer's
 //! clients, who all wait as long. Three words come from the asks:
 //!
-//! - DEADLOCK: a client asked for its whole window in vain, nobody else
-//!   held the lock meanwhile (inside a critical section, or with a release
-//!   still on its way), and the servers' record shows the lock key there
-//!   all along: a key nobody holds and nobody can take. The asker's own
-//!   hold does not count: a holder asking again for its lock waits for
-//!   itself. A slow holder is not a deadlock, however long its waiters
-//!   wait.
+//! - DEADLOCK: a client asked for its whole window and was refused (an
+//!   answer lost or given up on is not a refusal: the lock may have
+//!   granted), nobody else held the lock meanwhile (inside a critical
+//!   section, or with a release still on its way), and the servers' record
+//!   shows the lock key there all along: a key nobody holds and nobody can
+//!   take. The asker's own hold does not count: a holder asking again for
+//!   its lock waits for itself. A slow holder is not a deadlock, however
+//!   long its waiters wait.
 //! - SELF-BLOCKED: a holder asked again for the lock it held and was
 //!   granted it only after its own key had expired: not a re-entry, and
 //!   not a deadlock either.
@@ -31,7 +32,7 @@ pub fn deadlocks(history: &History) -> Vec<Violation> {
     let held = holds(&entries);
     asks(&entries)
         .into_iter()
-        .filter(|ask| !ask.granted)
+        .filter(|ask| ask.told == Some(Phase::Fail))
         .filter(|ask| {
             !held
                 .iter()
@@ -59,7 +60,7 @@ pub fn self_blocked(history: &History) -> Vec<Violation> {
     let key = lock_key(&entries);
     asks(&entries)
         .into_iter()
-        .filter(|ask| ask.granted && ask.held_already)
+        .filter(|ask| ask.told == Some(Phase::Ok) && ask.held_already)
         .filter_map(|ask| {
             let expiry = keys.expired_then_retaken(key, &ask.client)?;
             Some(Violation {
@@ -87,7 +88,7 @@ pub fn refused(entries: &[Entry]) -> Vec<Violation> {
     let mut found: Vec<Violation> = Vec::new();
     for (i, entry) in entries.iter().enumerate() {
         let client = &entry.process;
-        if !is(entry, Op::Acquire, Phase::Fail) || found.iter().any(|v| v.processes[0] == *client) {
+        if !entry.is(Op::Acquire, Phase::Fail) || found.iter().any(|v| v.processes[0] == *client) {
             continue;
         }
         let fault = entries[..i].iter().rev().find(
@@ -118,7 +119,9 @@ struct Ask {
     from: Duration,
     /// When the answer came (the end of the record, if none came).
     to: Duration,
-    granted: bool,
+    /// What the acquire's answer said: `ok`, `fail` (refused), `info`
+    /// (unknown: the client gave up, or the answer was lost).
+    told: Option<Phase>,
     /// Whether it held the lock already as it asked: a critical section of
     /// its own was open.
     held_already: bool,
@@ -141,16 +144,15 @@ fn asks(entries: &[Entry]) -> Vec<Ask> {
             continue;
         }
         let client = &entry.process;
-        let answer = entries[i + 1..].iter().find(|e| {
-            &e.process == client
-                && matches!(e.op(), Some((Op::Acquire, phase, _)) if phase != Phase::Invoke)
-        });
+        let answer = entries[i + 1..]
+            .iter()
+            .find(|e| &e.process == client && e.completes(Op::Acquire));
         found.push(Ask {
             client: client.clone(),
             entries: (entry.index, answer.map(|a| a.index)),
             from: entry.at,
             to: answer.map_or(end, |a| a.at),
-            granted: answer.is_some_and(|a| is(a, Op::Acquire, Phase::Ok)),
+            told: answer.and_then(|a| a.op()).map(|(_, phase, _)| phase),
             held_already: sections.iter().any(|s| {
                 &s.process == client
                     && s.opened < entry.index
@@ -170,13 +172,10 @@ fn holds(entries: &[Entry]) -> Vec<(String, Duration, Duration)> {
         .into_iter()
         .map(|s| {
             let until = match s.closed {
-                Some((index, _)) if is(&entries[index], Op::Release, Phase::Invoke) => entries
+                Some((index, _)) if entries[index].is(Op::Release, Phase::Invoke) => entries
                     [index + 1..]
                     .iter()
-                    .find(|e| {
-                        e.process == s.process
-                            && matches!(e.op(), Some((Op::Release, phase, _)) if phase != Phase::Invoke)
-                    })
+                    .find(|e| e.process == s.process && e.completes(Op::Release))
                     .map_or(end, |e| e.at),
                 closed => closed.map_or(end, |(_, at)| at),
             };
@@ -194,10 +193,6 @@ fn lock_key(entries: &[Entry]) -> &str {
             _ => None,
         })
         .unwrap_or_default()
-}
-
-fn is(entry: &Entry, op: Op, phase: Phase) -> bool {
-    matches!(entry.op(), Some((o, p, _)) if o == op && p == phase)
 }
 
 #[cfg(test)]

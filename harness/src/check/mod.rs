@@ -111,7 +111,7 @@ impl Section {
 pub fn sections(entries: &[Entry]) -> Vec<Section> {
     let mut sections = Vec::new();
     for entry in entries {
-        if !matches!(entry.op(), Some((Op::Acquire, Phase::Ok, _))) {
+        if !entry.is(Op::Acquire, Phase::Ok) {
             continue;
         }
         let closed = entries[entry.index + 1..]
