@@ -14,12 +14,14 @@ use std::time::Duration;
 
 use super::{Finding, Violation};
 use crate::history::{History, Op, Phase, What};
+use crate::observe::Change;
 
 /// How far a server's clock and the history's may disagree: both are the
 /// same machine's, read a few microseconds apart.
 const SLACK: Duration = Duration::from_millis(2);
 
-/// Every foreign delete the servers recorded.
+/// Every foreign delete the servers recorded: a delete by a named client
+/// of a key another named client wrote last.
 pub fn check(history: &History) -> Vec<Violation> {
     let entries = history.entries();
     let origin = history.wall(Duration::ZERO);
@@ -27,7 +29,11 @@ pub fn check(history: &History) -> Vec<Violation> {
         .keys()
         .changes()
         .into_iter()
-        .filter(|change| change.is_foreign_delete())
+        .filter(|change| {
+            change.change == Change::Deleted
+                && matches!((&change.by, &change.owner_before), (Some(by), Some(owner))
+                    if by != owner && is_client(by) && is_client(owner))
+        })
         .map(|change| {
             let by = change.by.unwrap_or_default();
             let owner = change.owner_before.unwrap_or_default();
@@ -70,6 +76,12 @@ pub fn check(history: &History) -> Vec<Violation> {
             }
         })
         .collect()
+}
+
+/// A named client of the workload: not a bare address (a connection that
+/// never named itself), not the harness.
+fn is_client(name: &str) -> bool {
+    !name.starts_with("harness") && !name.contains(':')
 }
 
 #[cfg(test)]
