@@ -47,7 +47,7 @@ pub fn deadlocks(history: &History) -> Vec<Violation> {
                 (ask.to - ask.from).as_millis()
             ),
             processes: vec![ask.client.clone()],
-            evidence: ask.evidence(),
+            evidence: ask.evidence,
         })
         .collect()
 }
@@ -73,7 +73,7 @@ pub fn self_blocked(history: &History) -> Vec<Violation> {
                     expiry.node
                 ),
                 processes: vec![ask.client.clone()],
-                evidence: ask.evidence(),
+                evidence: ask.evidence,
             })
         })
         .collect()
@@ -115,7 +115,7 @@ pub fn refused(entries: &[Entry]) -> Vec<Violation> {
 struct Ask {
     client: String,
     /// The ask entry, and the acquire's answer if one came.
-    entries: (usize, Option<usize>),
+    evidence: Vec<usize>,
     from: Duration,
     /// When the answer came (the end of the record, if none came).
     to: Duration,
@@ -125,14 +125,6 @@ struct Ask {
     /// Whether it held the lock already as it asked: a critical section of
     /// its own was open.
     held_already: bool,
-}
-
-impl Ask {
-    fn evidence(&self) -> Vec<usize> {
-        std::iter::once(self.entries.0)
-            .chain(self.entries.1)
-            .collect()
-    }
 }
 
 fn asks(entries: &[Entry]) -> Vec<Ask> {
@@ -149,7 +141,9 @@ fn asks(entries: &[Entry]) -> Vec<Ask> {
             .find(|e| &e.process == client && e.completes(Op::Acquire));
         found.push(Ask {
             client: client.clone(),
-            entries: (entry.index, answer.map(|a| a.index)),
+            evidence: std::iter::once(entry.index)
+                .chain(answer.map(|a| a.index))
+                .collect(),
             from: entry.at,
             to: answer.map_or(end, |a| a.at),
             told: answer.and_then(|a| a.op()).map(|(_, phase, _)| phase),
