@@ -214,6 +214,16 @@ impl Entry {
         }
     }
 
+    /// Whether this entry is `op` at `phase`.
+    pub fn is(&self, op: Op, phase: Phase) -> bool {
+        matches!(self.op(), Some((o, p, _)) if o == op && p == phase)
+    }
+
+    /// Whether this entry is the completion of an `op`, however it ended.
+    pub fn completes(&self, op: Op) -> bool {
+        matches!(self.op(), Some((o, p, _)) if o == op && p != Phase::Invoke)
+    }
+
     /// One readable line.
     pub fn render(&self) -> String {
         let head = format!(

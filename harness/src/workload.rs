@@ -2,8 +2,9 @@
 //!
 //! Read the stock, think for a while (the business), and if there is any
 //! left write back one less and record an order. Two clients that do this
-//! at once read the same stock and sell it twice: more orders than stock is
-//! *oversold*, the failure every stage is judged by.
+//! at once read the same stock and sell one item twice: more orders than
+//! items that left the stock is *oversold* ([`crate::check::oversold`]),
+//! the failure every stage is judged by.
 //!
 //! The data lives on a "database" node that no fault touches, so what a
 //! scenario breaks is the lock, never the data store.

@@ -76,12 +76,16 @@
 //!   lock, then charges the same request again (DUPLICATE), stage 6's
 //!   watchdog and stage 8's token included (the retry's token is the newer
 //!   one). Stage 0 has no lock to wait for: the retry charges while the
-//!   first instance is inside (OVERLAP too). The column runs without
-//!   request ids, the matrix's default; with `--request-ids` the resource
-//!   refuses the second charge and the cells are ok (stage 0: OVERLAP),
-//!   which `tests/` in stages 5 and 8 assert. What request ids do not fix:
-//!   two *different* requests under stage 5's gc-pause still oversell
-//!   (`stage5/tests/idempotency.rs`).
+//!   first instance is inside (OVERLAP too), both from the same reading
+//!   of the stock, so one write overwrites the other: two orders, the
+//!   stock 10 -> 9 (OVERSOLD too: a lost update, though not more orders
+//!   than the ten items; issue 42 gave OVERSOLD the one definition that
+//!   covers both, `run stage0 duplicate-request` shows it). The column
+//!   runs without request ids, the matrix's default; with `--request-ids`
+//!   the resource refuses the second charge and the cells are ok (stage 0:
+//!   OVERLAP), which `tests/` in stages 5 and 8 assert. What request ids
+//!   do not fix: two *different* requests under stage 5's gc-pause still
+//!   oversell (`stage5/tests/idempotency.rs`).
 //!
 //! One row per stage, one column per scenario, in `harness::SCENARIOS`
 //! order. A cell is `ok`, `n/a`, or the findings that must fire, separated
@@ -122,7 +126,7 @@ pub const COLUMNS: [&str; 26] = [
 #[rustfmt::skip]
 const ROWS: [(&str, [&str; 26]); 12] = [
     //          contention          killed-holder crash-before slow-business                      get-del-race      gc-pause            failover            restart-w/o-pers.   clock-jump          reentrant       network-delay stale-write-first                  business-error  sentinel-failover   split-brain         split-brain-min-r.  sentinel-f.-wait    sentinel-f.-wait-other-replica  dead-waiter  leader-killed  minority-partition  cluster-failover  cluster-failover-wait  cluster-partition  duplicate-request  arrival-order
-    ("stage0", ["OVERSOLD OVERLAP", "ok",         "n/a",       "OVERSOLD OVERLAP",                "n/a",            "OVERSOLD OVERLAP", "n/a",              "n/a",              "n/a",              "n/a",          "n/a",        "OVERSOLD OVERLAP",                "n/a", "n/a"              , "n/a"              , "n/a"              , "n/a"              , "n/a", "n/a", "n/a", "n/a", "n/a", "n/a", "n/a", "DUPLICATE OVERLAP", "n/a"]),
+    ("stage0", ["OVERSOLD OVERLAP", "ok",         "n/a",       "OVERSOLD OVERLAP",                "n/a",            "OVERSOLD OVERLAP", "n/a",              "n/a",              "n/a",              "n/a",          "n/a",        "OVERSOLD OVERLAP",                "n/a", "n/a"              , "n/a"              , "n/a"              , "n/a"              , "n/a", "n/a", "n/a", "n/a", "n/a", "n/a", "n/a", "OVERSOLD DUPLICATE OVERLAP", "n/a"]),
     ("stage1", ["ok",               "DEADLOCK",   "DEADLOCK",  "ok",                              "ok",             "ok",               "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "ok",               "DEADLOCK",     "DEADLOCK",   "ok",                              "DEADLOCK", "OVERSOLD OVERLAP" , "OVERSOLD OVERLAP" , "ok"               , "ok"               , "OVERSOLD OVERLAP", "ok", "n/a", "n/a", "OVERSOLD OVERLAP FOREIGN-DELETE", "ok", "OVERSOLD OVERLAP", "DUPLICATE", "OUT-OF-ORDER"]),
     ("stage2", ["ok",               "ok",         "DEADLOCK",  "OVERSOLD OVERLAP FOREIGN-DELETE", "FOREIGN-DELETE", "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "SELF-BLOCKED", "DEADLOCK",   "OVERSOLD OVERLAP FOREIGN-DELETE", "ok", "OVERSOLD OVERLAP" , "OVERSOLD OVERLAP" , "ok"               , "ok"               , "OVERSOLD OVERLAP", "ok", "n/a", "n/a", "OVERSOLD OVERLAP FOREIGN-DELETE", "ok", "OVERSOLD OVERLAP", "DUPLICATE", "OUT-OF-ORDER"]),
     ("stage3", ["ok",               "ok",         "ok",        "OVERSOLD OVERLAP FOREIGN-DELETE", "FOREIGN-DELETE", "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "OVERSOLD OVERLAP", "SELF-BLOCKED", "ok",         "OVERSOLD OVERLAP FOREIGN-DELETE", "ok", "OVERSOLD OVERLAP" , "OVERSOLD OVERLAP" , "ok"               , "ok"               , "OVERSOLD OVERLAP", "ok", "n/a", "n/a", "OVERSOLD OVERLAP FOREIGN-DELETE", "ok", "OVERSOLD OVERLAP", "DUPLICATE", "OUT-OF-ORDER"]),

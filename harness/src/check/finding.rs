@@ -7,13 +7,15 @@ use std::fmt;
 /// One observer that fired.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Finding {
-    /// More orders than there was stock.
+    /// More orders than items that left the stock: a sale overwrote
+    /// another (a lost update); with a small stock, more orders than stock.
     Oversold,
     /// Two clients inside the critical section at once.
     Overlap,
-    /// A release removed a lock someone else held.
+    /// A client's command deleted a lock key another client had written.
     ForeignDelete,
-    /// Nobody could acquire for the whole patience window.
+    /// A client asked for a whole patience window in vain while nobody
+    /// else held the lock and its key stayed.
     Deadlock,
     /// A holder asked for the lock it held and got it only after its own
     /// first hold expired: not a re-entry, and not a deadlock either.
@@ -94,10 +96,14 @@ impl Finding {
     /// What it means, for the legend.
     pub fn meaning(self) -> &'static str {
         match self {
-            Finding::Oversold => "more orders than stock: the lock failed to protect the data",
+            Finding::Oversold => {
+                "more orders than items that left the stock: the lock failed to protect the data"
+            }
             Finding::Overlap => "two clients were inside the critical section at the same time",
             Finding::ForeignDelete => "a client's release deleted a lock another client held",
-            Finding::Deadlock => "nobody could take the lock for the whole patience window",
+            Finding::Deadlock => {
+                "nobody could take the lock for a whole patience window, and nobody else held it"
+            }
             Finding::SelfBlocked => {
                 "the holder asked again for its own lock and got it only after that lock expired"
             }

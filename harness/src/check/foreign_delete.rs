@@ -1,159 +1,134 @@
-//! Foreign delete: a release removed a lock that another client had taken.
+//! FOREIGN-DELETE: a client's command deleted a key that another client
+//! had written since, as the servers' own record shows it, not as the
+//! clients believed it.
 //!
-//! Judged from the servers' own record (`MONITOR` of the lock nodes), not
-//! from what the clients believed. A plain `DEL` deletes whatever is under
-//! the key; a script that compares before deleting (stages 5 to 8) cannot
-//! delete a stranger's lock, so only plain `DEL`s are suspects.
-//!
-//! The proof: client X's release came back "deleted", and the `DEL` the
-//! server ran for it came after another client Y's lock command succeeded
-//! on the same node, which in turn came after X's own. Y's `SET NX` (or
-//! `SETNX`) succeeded only because X's key was gone by then, and X took no
-//! lock since; so the key X's `DEL` removed was not X's.
-//!
-//! A lock command "succeeded" when the client's acquire came back `ok`: its
-//! last command on the node during that acquire is the one that took it.
+//! Each node's watcher ties every keyspace event to the command (and the
+//! client) that caused it ([`History::keys`]): who wrote a key last, who
+//! deleted it. A delete by one named client of a key another named client
+//! wrote is a foreign delete, whatever command did it: a plain `DEL`, or a
+//! script's (a script that compares before deleting, stages 5 to 8, never
+//! deletes a stranger's key, so it never shows here). It reaches a key
+//! wherever the client's command went: to the node a cluster promoted, too.
 
 use std::time::Duration;
 
 use super::{Finding, Violation};
-use crate::history::{Entry, Op, Operation, Phase, What, operations, setup};
+use crate::history::{History, Op, Phase, What};
+use crate::observe::Change;
 
 /// How far a server's clock and the history's may disagree: both are the
 /// same machine's, read a few microseconds apart.
 const SLACK: Duration = Duration::from_millis(2);
 
-/// The first foreign delete in `entries`, if any.
-pub fn check(entries: &[Entry]) -> Option<Violation> {
-    let (_, _, lock_nodes) = setup(entries);
-    let commands: Vec<(&Entry, &str, &str)> = entries
-        .iter()
-        .filter_map(|e| match &e.what {
-            What::Server { node, command } if lock_nodes.contains(node) => {
-                Some((e, node.as_str(), command.as_str()))
-            }
-            _ => None,
+/// Every foreign delete the servers recorded: a delete by a named client
+/// of a key another named client wrote last.
+pub fn check(history: &History) -> Vec<Violation> {
+    let entries = history.entries();
+    let origin = history.wall(Duration::ZERO);
+    history
+        .keys()
+        .changes()
+        .into_iter()
+        .filter(|change| {
+            change.change == Change::Deleted
+                && matches!((&change.by, &change.owner_before), (Some(by), Some(owner))
+                    if by != owner && is_client(by) && is_client(owner))
         })
-        .collect();
-    let all = operations(entries);
-    let acquired: Vec<&Operation> = all
-        .iter()
-        .filter(|o| o.op == Op::Acquire && o.phase() == Some(Phase::Ok))
-        .collect();
-    // The server command that took the lock for `acquire`, on `node`.
-    let taken_on = |acquire: &Operation, node: &str| -> Option<&Entry> {
-        let done = acquire.done.as_ref()?;
-        commands
-            .iter()
-            .filter(|(e, n, _)| {
-                *n == node
-                    && e.process == acquire.process
-                    && e.at + SLACK >= acquire.invoke.at
-                    && e.at <= done.at + SLACK
-            })
-            .map(|(e, _, _)| *e)
-            .next_back()
-    };
-    for release in all.iter().filter(|o| {
-        o.op == Op::Release
-            && o.phase() == Some(Phase::Ok)
-            && o.result().result.as_deref() == Some("deleted")
-    }) {
-        let Some(done) = release.done.as_ref() else {
-            continue;
-        };
-        let Some((del, node, _)) = commands.iter().rev().find(|(e, _, command)| {
-            e.process == release.process
-                && is_plain_del(command)
-                && e.at + SLACK >= release.invoke.at
-                && e.at <= done.at + SLACK
-        }) else {
-            continue;
-        };
-        let Some(own) = acquired
-            .iter()
-            .rev()
-            .find(|a| a.process == release.process && a.invoke.at < release.invoke.at)
-        else {
-            continue;
-        };
-        let Some(own_set) = taken_on(own, node) else {
-            continue;
-        };
-        let victim = acquired
-            .iter()
-            .filter(|a| a.process != release.process)
-            .filter_map(|a| Some((a, taken_on(a, node)?)))
-            .rfind(|(_, set)| set.at > own_set.at && set.at < del.at);
-        if let Some((victim, set)) = victim {
-            return Some(Violation {
+        .map(|change| {
+            let by = change.by.unwrap_or_default();
+            let owner = change.owner_before.unwrap_or_default();
+            let at = change.at.duration_since(origin).unwrap_or_default();
+            // The evidence around the delete: the owner's grant and the
+            // deleter's release before it, the command as the node's
+            // `MONITOR` printed it (an explorer's history holds it), and
+            // the release's answer.
+            let before = |process: &str, op: Op, phase: Phase| {
+                entries
+                    .iter()
+                    .rfind(|e| e.at <= at + SLACK && e.process == process && e.is(op, phase))
+            };
+            let deleted = entries.iter().find(|e| {
+                e.process == by
+                    && e.at + SLACK >= at
+                    && matches!(&e.what, What::Server { node, .. } if *node == change.node)
+            });
+            let answered = entries
+                .iter()
+                .find(|e| e.at + SLACK >= at && e.process == by && e.is(Op::Release, Phase::Ok));
+            let evidence = [
+                before(&owner, Op::Acquire, Phase::Ok),
+                before(&by, Op::Release, Phase::Invoke),
+                deleted,
+                answered,
+            ]
+            .into_iter()
+            .flatten()
+            .map(|e| e.index)
+            .collect();
+            Violation {
                 finding: Finding::ForeignDelete,
                 text: format!(
-                    "{}'s DEL on [{node}] at T+{}ms removed the lock {} took at T+{}ms (its own \
-                     was taken at T+{}ms, and was gone when {}'s SET NX succeeded)",
-                    release.process,
-                    del.at.as_millis(),
-                    victim.process,
-                    set.at.as_millis(),
-                    own_set.at.as_millis(),
-                    victim.process
+                    "on {}, {by}'s DEL removed {} while it held {owner}'s value",
+                    change.node, change.key
                 ),
-                processes: vec![release.process.clone(), victim.process.clone()],
-                evidence: vec![own_set.index, set.index, del.index, done.index],
-            });
-        }
-    }
-    None
+                processes: vec![by, owner],
+                evidence,
+            }
+        })
+        .collect()
 }
 
-/// `DEL key`, sent by the client itself (not from inside a script).
-fn is_plain_del(command: &str) -> bool {
-    command
-        .split_whitespace()
-        .next()
-        .is_some_and(|word| word.eq_ignore_ascii_case("DEL"))
+/// A named client of the workload: not a bare address (a connection that
+/// never named itself), not the harness.
+fn is_client(name: &str) -> bool {
+    !name.starts_with("harness") && !name.contains(':')
 }
 
 #[cfg(test)]
 mod tests {
     use super::super::tests::{Script, word};
     use super::*;
-    use crate::history::Detail;
+    use crate::observe::NodeKeys;
 
-    /// A takes the lock at 10; B's at `b_at`; A's DEL at 400.
-    fn story(b_at: u64, release_command: &str) -> Option<Violation> {
+    /// A takes the lock at 10, its key expires, B takes it at 350, and A's
+    /// release at 400 deletes the key or not, as the node's record shows.
+    fn story(deletes: bool) -> Vec<Violation> {
         let mut s = Script::new(10);
         s.step(10, "client-A", Op::Acquire, Phase::Invoke);
-        s.server(10, "client-A", "SET lock:stock 1 NX PX 300");
         s.step(11, "client-A", Op::Acquire, Phase::Ok);
-        s.step(b_at, "client-B", Op::Acquire, Phase::Invoke);
-        s.server(b_at, "client-B", "SET lock:stock 1 NX PX 300");
-        s.op(
-            b_at + 1,
-            "client-B",
-            Op::Acquire,
-            Phase::Ok,
-            Detail::default(),
-        );
+        s.step(350, "client-B", Op::Acquire, Phase::Invoke);
+        s.step(351, "client-B", Op::Acquire, Phase::Ok);
         s.step(399, "client-A", Op::Release, Phase::Invoke);
-        s.server(400, "client-A", release_command);
         s.op(401, "client-A", Op::Release, Phase::Ok, word("deleted"));
-        check(&s.history().entries())
+        let history = s.history();
+        let mut keys = NodeKeys::new("lock", history.keys());
+        let at = |ms| history.wall(Duration::from_millis(ms));
+        keys.notified("lock:stock", "set", at(10));
+        keys.command("client-A", at(10));
+        keys.notified("lock:stock", "expired", at(310));
+        keys.notified("lock:stock", "set", at(350));
+        keys.command("client-B", at(350));
+        if deletes {
+            keys.notified("lock:stock", "del", at(400));
+        }
+        keys.command("client-A", at(400));
+        check(&history)
     }
 
     #[test]
-    fn a_del_after_someone_else_took_the_lock_is_foreign() {
-        let found = story(350, "DEL lock:stock").expect("a foreign delete");
-        assert_eq!(found.processes, ["client-A", "client-B"]);
+    fn a_delete_of_a_key_someone_else_wrote_since_is_foreign() {
+        let found = story(true);
+        assert_eq!(found.len(), 1);
+        assert_eq!(found[0].processes, ["client-A", "client-B"]);
+        assert_eq!(found[0].evidence, [4, 5, 6]);
+        assert_eq!(
+            found[0].text,
+            "on lock, client-A's DEL removed lock:stock while it held client-B's value"
+        );
     }
 
     #[test]
-    fn a_del_before_anyone_else_took_the_lock_is_not() {
-        assert_eq!(story(450, "DEL lock:stock"), None);
-    }
-
-    #[test]
-    fn a_compare_and_delete_script_is_never_foreign() {
-        assert_eq!(story(350, "EVALSHA 4a1b… 1 lock:stock"), None);
+    fn a_release_that_deleted_nothing_is_not() {
+        assert_eq!(story(false), []);
     }
 }

@@ -1,26 +1,28 @@
 //! The one judge: checkers over a history, and nothing else (not the
 //! schedule, not the code that made the faults, not the story), each
 //! saying whether a property was violated and pointing at the entries that
-//! show it. One finding type ([`Finding`]) for every verdict.
+//! show it. One finding type ([`Finding`]) for every verdict, and one
+//! definition for each word, in its checker:
 //!
-//! The explorer's checkers, over a trial's history:
+//! - [`mutual_exclusion`] (OVERLAP): two clients inside their critical
+//!   sections at once, each having been told it holds the lock;
+//! - [`oversold`] (OVERSOLD): more orders than items that left the stock
+//!   (a lost update; with a small stock, more orders than stock);
+//! - [`foreign_delete`] (FOREIGN-DELETE): a client's command deleted a key
+//!   another client had written, from the servers' own record;
+//! - [`liveness`] (DEADLOCK, SELF-BLOCKED, REFUSED): what a client that
+//!   asked for the lock was told, and whether the lock is to blame;
+//! - [`duplicate`] (DUPLICATE): one request charged twice;
+//! - [`stale_write`] (STALE-WRITE): the resource accepted a write with a
+//!   lower fencing token than one it had already seen;
+//! - [`order`] (OUT-OF-ORDER): a grant passed over a waiter that had lined
+//!   up before the grantee (only where a story lined its waiters up).
 //!
-//! - [`mutual_exclusion`]: two clients inside their critical sections at
-//!   once, each having been told it holds the lock;
-//! - [`oversold`]: more orders than items that left the stock (a lost
-//!   update; with a small stock, more orders than stock);
-//! - [`foreign_delete`]: a release whose `DEL` removed a lock another
-//!   client had taken since, from the servers' own record;
-//! - [`stale_write`]: the resource accepted a write with a lower fencing
-//!   token than one it had already seen;
-//! - [`liveness`]: clients asked and nobody held the lock for several TTLs;
-//! - [`order`]: a grant passed over a waiter that had lined up before the
-//!   grantee (only where a story lined its waiters up).
-//!
-//! A scripted story's verdict ([`judge()`]) reads the same history for the
-//! matrix's words, each story's window made explicit (a patience window,
-//! a fault aimed at a client).
+//! The explorer's verdict ([`check()`]) is the first violation of each of
+//! five properties; a scripted story's ([`judge()`]) is every finding of
+//! the matrix's words, told as lines.
 
+mod duplicate;
 mod finding;
 pub mod foreign_delete;
 mod judge;
@@ -38,7 +40,7 @@ pub use judge::judge;
 pub use outcome::{Outcome, verdict_words};
 
 use crate::history::fault_kind::Kind;
-use crate::history::{Entry, Op, Phase, What};
+use crate::history::{Entry, History, Op, Phase, What};
 
 /// A property that did not hold.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -69,17 +71,19 @@ impl Violation {
     }
 }
 
-/// Runs every checker on `entries`.
-pub fn check(entries: &[Entry]) -> Vec<Violation> {
+/// The explorer's verdict on `history`: the first violation of each of
+/// its properties ([`Finding::EXPLORED`]).
+pub fn check(history: &History) -> Vec<Violation> {
+    let entries = history.entries();
     [
-        mutual_exclusion::check(entries),
-        oversold::check(entries),
-        foreign_delete::check(entries),
-        stale_write::check(entries),
-        liveness::check(entries),
+        mutual_exclusion::check(&entries),
+        oversold::check(&entries),
+        foreign_delete::check(history),
+        stale_write::check(&entries),
+        liveness::deadlocks(history),
     ]
     .into_iter()
-    .flatten()
+    .filter_map(|found| found.into_iter().next())
     .collect()
 }
 
@@ -110,7 +114,7 @@ impl Section {
 pub fn sections(entries: &[Entry]) -> Vec<Section> {
     let mut sections = Vec::new();
     for entry in entries {
-        if !matches!(entry.op(), Some((Op::Acquire, Phase::Ok, _))) {
+        if !entry.is(Op::Acquire, Phase::Ok) {
             continue;
         }
         let closed = entries[entry.index + 1..]

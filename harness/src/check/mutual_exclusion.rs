@@ -1,4 +1,5 @@
-//! Mutual exclusion: no two clients inside their critical sections at once.
+//! Mutual exclusion (OVERLAP): no two clients inside their critical
+//! sections at once.
 //!
 //! A section runs from the acquire's `ok` to the release's invocation (or
 //! the client's death); both ends are what the client itself saw, so a
@@ -9,36 +10,41 @@ use super::{Finding, Violation, end_of, sections};
 use crate::history::Entry;
 
 // ANCHOR: check
-/// The first overlap in `entries`, if any.
-pub fn check(entries: &[Entry]) -> Option<Violation> {
+/// Every overlap in `entries`: each pair of clients once, the one that
+/// entered first first.
+pub fn check(entries: &[Entry]) -> Vec<Violation> {
     let end = end_of(entries);
     let all = sections(entries);
+    let mut found: Vec<Violation> = Vec::new();
     for (i, first) in all.iter().enumerate() {
         let first_end = first.end_or(end);
-        let Some(second) = all[i + 1..]
+        for second in all[i + 1..]
             .iter()
-            .find(|s| s.process != first.process && s.start < first_end)
-        else {
-            continue;
-        };
-        let mut evidence = vec![first.opened, second.opened];
-        evidence.extend(first.closed.map(|(index, _)| index));
-        evidence.extend(second.closed.map(|(index, _)| index));
-        return Some(Violation {
-            finding: Finding::Overlap,
-            text: format!(
-                "{} was told it holds the lock at T+{}ms while {} (told so at T+{}ms) had not \
-                 left its critical section",
-                second.process,
-                second.start.as_millis(),
-                first.process,
-                first.start.as_millis()
-            ),
-            processes: vec![first.process.clone(), second.process.clone()],
-            evidence,
-        });
+            .filter(|s| s.process != first.process && s.start < first_end)
+        {
+            let processes = vec![first.process.clone(), second.process.clone()];
+            if found.iter().any(|v| v.processes == processes) {
+                continue;
+            }
+            let mut evidence = vec![first.opened, second.opened];
+            evidence.extend(first.closed.map(|(index, _)| index));
+            evidence.extend(second.closed.map(|(index, _)| index));
+            found.push(Violation {
+                finding: Finding::Overlap,
+                text: format!(
+                    "{} was told it holds the lock at T+{}ms while {} (told so at T+{}ms) had \
+                     not left its critical section",
+                    second.process,
+                    second.start.as_millis(),
+                    first.process,
+                    first.start.as_millis()
+                ),
+                processes,
+                evidence,
+            });
+        }
     }
-    None
+    found
 }
 // ANCHOR_END: check
 
@@ -52,15 +58,18 @@ mod tests {
         let mut s = Script::new(10);
         s.section("client-A", 10, 50);
         s.section("client-B", 60, 90);
-        assert_eq!(check(&s.history().entries()), None);
+        s.section("client-A", 100, 150);
+        assert_eq!(check(&s.history().entries()), []);
     }
 
     #[test]
-    fn a_second_holder_inside_the_first_ones_section_is_found() {
+    fn each_second_holder_inside_a_first_ones_section_is_found_once() {
         let mut s = Script::new(10);
         s.section("client-A", 10, 500);
         s.section("client-B", 400, 450);
-        let found = check(&s.history().entries()).expect("an overlap");
-        assert_eq!(found.processes, ["client-A", "client-B"]);
+        s.section("client-B", 460, 470);
+        let found = check(&s.history().entries());
+        assert_eq!(found.len(), 1);
+        assert_eq!(found[0].processes, ["client-A", "client-B"]);
     }
 }

@@ -17,6 +17,7 @@
 
 use std::collections::BTreeSet;
 
+use super::{Finding, Violation};
 use crate::history::{Entry, Op, Phase, What};
 
 /// One grant out of order: the client served, and the waiters in line
@@ -27,6 +28,28 @@ pub struct PassedOver {
     pub served: String,
     /// Who had lined up before it and still waited.
     pub waiting: Vec<String>,
+    /// The grant's place in the history.
+    pub at: usize,
+}
+
+/// OUT-OF-ORDER, once for each grant that passed a waiter over, with the
+/// grant as its evidence.
+pub fn check(entries: &[Entry]) -> Vec<Violation> {
+    passed_over(entries)
+        .into_iter()
+        .map(|passed| Violation {
+            finding: Finding::OutOfOrder,
+            text: format!(
+                "{} got the lock while {} waited in line before it",
+                passed.served,
+                passed.waiting.join(", ")
+            ),
+            processes: std::iter::once(passed.served)
+                .chain(passed.waiting)
+                .collect(),
+            evidence: vec![passed.at],
+        })
+        .collect()
 }
 
 /// Every grant in `entries` that passed a waiter over, in time order.
@@ -59,6 +82,7 @@ pub fn passed_over(entries: &[Entry]) -> Vec<PassedOver> {
                         found.push(PassedOver {
                             served: client.clone(),
                             waiting: ahead,
+                            at: entry.index,
                         });
                     }
                     line.retain(|c| c != client);
@@ -139,10 +163,12 @@ mod tests {
                 PassedOver {
                     served: "client-A".into(),
                     waiting: vec!["client-B".into(), "client-C".into()],
+                    at: 5,
                 },
                 PassedOver {
                     served: "client-C".into(),
                     waiting: vec!["client-B".into()],
+                    at: 6,
                 },
             ]
         );

@@ -1,4 +1,4 @@
-//! Stale write accepted: the protected resource took a write whose fencing
+//! STALE-WRITE: the protected resource took a write whose fencing
 //! token was lower than one it had already seen.
 //!
 //! What the resource has seen is what the history shows reaching it: the
@@ -12,7 +12,7 @@ use super::{Finding, Violation};
 use crate::history::{Entry, Op, Phase, operations};
 
 /// The first stale write the resource accepted, if any.
-pub fn check(entries: &[Entry]) -> Option<Violation> {
+pub fn check(entries: &[Entry]) -> Vec<Violation> {
     let all = operations(entries);
     let seen: Vec<_> = all
         .iter()
@@ -43,7 +43,7 @@ pub fn check(entries: &[Entry]) -> Option<Violation> {
             let mut evidence = vec![newer.invoke.index, write.invoke.index];
             evidence.extend(newer.done.as_ref().map(|d| d.index));
             evidence.extend(write.done.as_ref().map(|d| d.index));
-            return Some(Violation {
+            return vec![Violation {
                 finding: Finding::StaleWrite,
                 text: format!(
                     "{}'s write with token {token} was accepted after the resource had seen \
@@ -52,10 +52,10 @@ pub fn check(entries: &[Entry]) -> Option<Violation> {
                 ),
                 processes: vec![newer.process.clone(), write.process.clone()],
                 evidence,
-            });
+            }];
         }
     }
-    None
+    Vec::new()
 }
 
 impl Entry {
@@ -90,7 +90,7 @@ mod tests {
         let mut s = Script::new(10);
         sale(&mut s, 10, "client-B", 2, "sold");
         sale(&mut s, 20, "client-A", 1, "rejected");
-        assert_eq!(check(&s.history().entries()), None);
+        assert_eq!(check(&s.history().entries()), []);
     }
 
     #[test]
@@ -98,7 +98,7 @@ mod tests {
         let mut s = Script::new(10);
         sale(&mut s, 10, "client-B", 2, "sold");
         sale(&mut s, 20, "client-A", 1, "sold");
-        let found = check(&s.history().entries()).expect("a stale write");
-        assert_eq!(found.processes, ["client-B", "client-A"]);
+        let found = check(&s.history().entries());
+        assert_eq!(found[0].processes, ["client-B", "client-A"]);
     }
 }

@@ -27,7 +27,7 @@ use super::slots::{Slot, Slots};
 use crate::client::ClientFactory;
 use crate::error::{HarnessError, Result};
 use crate::guard::Released;
-use crate::history::{Detail, History, Op, Phase};
+use crate::history::{Detail, History, Op, Phase, What};
 use crate::holder::{HolderProcess, Launcher};
 
 /// What every client loop of a trial shares.
@@ -118,6 +118,9 @@ impl Workload<'_> {
         let state = self.slots.get(slot);
         let patience = self.ttl * 3;
         let reconnect = state.reconnect_now.notified();
+        // Each acquire is a patience window, as a story's is: what the
+        // liveness checker reads a deadlock from.
+        self.history.push(name, What::Ask { patience });
         let acquired = tokio::select! {
             acquired = self.within(Op::Acquire, name, holder.acquire(patience)) => acquired?,
             () = reconnect => {

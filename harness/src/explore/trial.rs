@@ -141,7 +141,7 @@ pub async fn run(env: &ScenarioEnv, spec: &TrialSpec) -> Result<TrialOutcome> {
     drop(link);
     history.absorb_servers(&lock_nodes);
     let entries = history.entries();
-    let violations = check::check(&entries);
+    let violations = check::check(&history);
     let sections = check::sections(&entries).len();
     let disturbed = !check::unexplained_overruns(&entries).is_empty();
     let operations = entries

@@ -10,10 +10,10 @@ use std::fmt::Write as _;
 /// The Chinese of every legend label.
 const LEGEND: [(&str, &str); 11] = [
     ("ok", "没有任何观察器触发"),
-    ("OVERSOLD", "订单数多于库存：锁没能保护住数据"),
+    ("OVERSOLD", "订单数多于离开库存的商品数：锁没能保护住数据"),
     ("OVERLAP", "两个客户端同时在临界区里"),
     ("FOREIGN-DELETE", "某个客户端解锁时删掉了别的客户端持有的锁"),
-    ("DEADLOCK", "在整个等待窗口内谁也拿不到锁"),
+    ("DEADLOCK", "在整个等待窗口内谁也拿不到锁，也没有别人持有它"),
     (
         "SELF-BLOCKED",
         "持锁者再次申请自己的锁，要等这把锁过期后才拿到",
