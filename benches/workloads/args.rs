@@ -1,8 +1,10 @@
 //! The bench's command line: `--placement none|split|shared`, `--quick`,
 //! `--only w1,w2,w3,long`, `--lock stage6,rslock`, `--write-book`,
-//! `--write-book-stores`. Bad input exits with status 2 and the valid choices.
+//! `--write-book-stores`, `--write-book-fair`, `--from FILE`. Bad input
+//! exits with status 2 and the valid choices.
 
 use std::fmt;
+use std::path::PathBuf;
 
 /// Where the Redis servers and the clients run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -18,7 +20,16 @@ pub enum Placement {
 impl Placement {
     const CHOICES: &str = "none, split, shared";
 
-    fn from_word(word: &str) -> Result<Self, String> {
+    /// The placement a reader types (`--placement split`).
+    pub fn word(self) -> &'static str {
+        match self {
+            Self::None => "none",
+            Self::Split => "split",
+            Self::Shared => "shared",
+        }
+    }
+
+    pub(crate) fn from_word(word: &str) -> Result<Self, String> {
         match word {
             "none" => Ok(Self::None),
             "split" => Ok(Self::Split),
@@ -77,9 +88,15 @@ pub struct Args {
     /// Also write the book's table of the consensus stores beside Redis
     /// (the "Beyond Redis" chapter's).
     pub write_book_stores: bool,
+    /// Also write stage 6's tables of the fair lock's `w2` (the marked
+    /// region of each stage 6 page that has one).
+    pub write_book_fair: bool,
+    /// Measure nothing: render the figures saved in this file (the JSON
+    /// every run writes, or one the book keeps beside its tables).
+    pub from: Option<PathBuf>,
 }
 
-const USAGE: &str = "usage: cargo bench --bench workloads -- [--placement none|split|shared] [--quick] [--only w1,w2,w3,long] [--lock stage6,rslock] [--write-book] [--write-book-stores]";
+const USAGE: &str = "usage: cargo bench --bench workloads -- [--placement none|split|shared] [--quick] [--only w1,w2,w3,long] [--lock stage6,rslock] [--write-book] [--write-book-stores] [--write-book-fair]\n       cargo bench --bench workloads -- --from FILE [--write-book] [--write-book-stores] [--write-book-fair]";
 
 impl Args {
     /// Parses the process's arguments, or exits with status 2 saying why.
@@ -101,14 +118,28 @@ impl Args {
             quick: false,
             write_book: false,
             write_book_stores: false,
+            write_book_fair: false,
+            from: None,
         };
+        // Options that shape a measurement, refused with `--from`.
+        let mut measuring = Vec::new();
         while let Some(word) = words.next() {
+            if ["--quick", "--only", "--lock"].contains(&word.as_str())
+                || word.starts_with("--placement")
+            {
+                measuring.push(word.clone());
+            }
             match word.as_str() {
                 // `cargo bench` passes `--bench` to every bench binary.
                 "--bench" => {}
                 "--quick" => args.quick = true,
                 "--write-book" => args.write_book = true,
                 "--write-book-stores" => args.write_book_stores = true,
+                "--write-book-fair" => args.write_book_fair = true,
+                "--from" => match words.next() {
+                    Some(file) => args.from = Some(PathBuf::from(file)),
+                    None => return Err("--from needs a file of saved figures".into()),
+                },
                 "--only" => {
                     for workload in words.next().unwrap_or_default().split(',') {
                         if !WORKLOADS.contains(&workload) {
@@ -132,6 +163,13 @@ impl Args {
                     None => return Err(format!("unknown argument {other:?}")),
                 },
             }
+        }
+        if args.from.is_some()
+            && let Some(option) = measuring.first()
+        {
+            return Err(format!(
+                "{option} shapes a measurement; --from measures nothing, it renders the saved figures"
+            ));
         }
         Ok(args)
     }

@@ -27,6 +27,7 @@ use lockcore::LockError;
 use zookeeper_client::{Acls, CreateMode};
 
 use crate::measure::Latencies;
+use crate::setup::StoreNote;
 
 /// The members of each store.
 pub const MEMBERS: usize = 3;
@@ -99,9 +100,9 @@ impl Stores {
         .unwrap_or_default()
     }
 
-    /// One setup line per store: its members, who leads, where the data
+    /// One setup note per store: its members, who leads, where the data
     /// lives (every write is fsynced there).
-    pub async fn notes(&self) -> Vec<(String, String)> {
+    pub async fn notes(&self) -> Vec<StoreNote> {
         let mut notes = Vec::new();
         let stores: [Option<&dyn Ensemble>; 2] = [
             self.zk.as_ref().map(|e| e as &dyn Ensemble),
@@ -111,15 +112,14 @@ impl Stores {
             let leader = ensemble
                 .leader(Duration::from_secs(10))
                 .await
-                .map_or_else(|e| e.to_string(), |i| ensemble.label(i));
-            notes.push((
-                ensemble.store().to_owned(),
-                format!(
-                    "{} members, leader {leader}, data directories on {}",
-                    ensemble.size(),
-                    ensemble.storage()
-                ),
-            ));
+                .map(|i| ensemble.label(i))
+                .map_err(|e| e.to_string());
+            notes.push(StoreNote {
+                store: ensemble.store().to_owned(),
+                members: ensemble.size(),
+                leader,
+                storage: ensemble.storage(),
+            });
         }
         notes
     }

@@ -21,11 +21,16 @@
 //!
 //! Run: `cargo bench --bench workloads -- --placement split` (`--quick` for
 //! small sizes, `--write-book` to regenerate the book's table,
-//! `--write-book-stores` its table of the consensus stores beside Redis).
-//! It prints the report and writes `target/bench/workloads.{md,json}` and
-//! `stores.md`. Timings are
-//! reported, never asserted; the run fails only when a w2 counter lost an
-//! update (a broken lock) or a lock errs.
+//! `--write-book-stores` its table of the consensus stores beside Redis,
+//! `--write-book-fair` stage 6's tables of the fair lock). It prints the
+//! report and writes `target/bench/workloads.{md,json}` and `stores.md`.
+//! Every page is written for both editions of the book, English
+//! (`book/src`) and Chinese (`book/zh/src`), from the same figures, which
+//! are saved beside it (`book/src/generated/<page>.json`);
+//! `--from FILE --write-book…` writes the pages again from a saved file
+//! without measuring (`saved`). Timings are reported, never asserted; the
+//! run fails only when a w2 counter lost an update (a broken lock) or a
+//! lock errs.
 
 mod args;
 mod consensus;
@@ -34,6 +39,8 @@ mod placement;
 mod report;
 mod rslock_peer;
 mod runs;
+mod saved;
+mod setup;
 
 #[path = "../common/servers.rs"]
 mod servers;
@@ -44,7 +51,7 @@ mod servers;
 mod stages;
 
 use std::fmt::Write as _;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -52,10 +59,12 @@ use args::{Args, Placement};
 use consensus::{ETCD_FLOOR, ETCD_WRITE, Stores, ZK_FLOOR, ZK_WRITE};
 use lockcore::{ClientSetup, Connection, DistributedLock, LockConfig, LockError, StageEntry};
 use measure::{Latencies, peak_kib, reset_peak};
-use report::{ContentionFigures, ETCD, REDIS, Report, Row, ZOOKEEPER};
+use report::{ContentionFigures, ETCD, Lang, PING_X5, REDIS, Report, Row, Waiting, ZOOKEEPER};
 use rslock_peer::RslockPeer;
 use runs::Contender;
+use saved::Command;
 use servers::Servers;
+use setup::{Setup, SizesNote};
 
 /// The workloads' sizes.
 struct Sizes {
@@ -112,6 +121,12 @@ const LONG_W1_STAGE: &str = "stage6";
 
 fn main() {
     let args = Args::from_env();
+    if let Some(file) = &args.from {
+        if let Err(e) = render_saved(file, &args) {
+            fail(&e);
+        }
+        return;
+    }
     let known: Vec<&str> = one_node_subjects()
         .iter()
         .chain(&consensus_subjects())
@@ -119,21 +134,22 @@ fn main() {
         .chain([stage7::STAGE.description.name])
         .collect();
     args.check_locks(&known);
-    let setup_note = match pin_clients(args.placement) {
-        Ok(note) => note,
-        Err(e) => fail(&e),
-    };
+    if let Err(e) = pin_clients(args.placement) {
+        fail(&e);
+    }
     let mut runtime = tokio::runtime::Builder::new_multi_thread();
     if args.placement.cpus().is_some() {
         runtime.worker_threads(1); // the clients have one CPU
     }
     let runtime = runtime.enable_all().build().unwrap_or_else(|e| fail(&e));
-    let report = runtime
-        .block_on(run(&args, setup_note))
-        .unwrap_or_else(|e| fail(&e));
-    let markdown = report.markdown();
+    let report = runtime.block_on(run(&args)).unwrap_or_else(|e| fail(&e));
+    let markdown = report.markdown(Lang::En);
     println!("{markdown}");
-    if let Err(e) = write(&report, &markdown, &args) {
+    let command = Command {
+        env: data_dirs(),
+        options: command_line(&args),
+    };
+    if let Err(e) = write(&report, &markdown, &command, &args) {
         fail(&e);
     }
     if !report.counters_ok() {
@@ -146,9 +162,9 @@ fn fail(e: &dyn std::fmt::Display) -> ! {
     std::process::exit(1);
 }
 
-fn pin_clients(placement: Placement) -> Result<String, String> {
+fn pin_clients(placement: Placement) -> Result<(), String> {
     let Some((_, clients)) = placement.cpus() else {
-        return Ok("unpinned".to_owned());
+        return Ok(());
     };
     let cpus = std::thread::available_parallelism().map_or(1, usize::from);
     if cpus < 2 && placement == Placement::Split {
@@ -156,10 +172,7 @@ fn pin_clients(placement: Placement) -> Result<String, String> {
             "--placement split needs 2 CPUs; this process may use {cpus}"
         ));
     }
-    placement::pin_self(clients)?;
-    Ok(format!(
-        "bench process pinned to CPU {clients}, tokio with 1 worker thread"
-    ))
+    placement::pin_self(clients)
 }
 
 /// The servers of one run: the Redis nodes and, when stages 9 and 10 are
@@ -180,7 +193,7 @@ impl Fleet {
     }
 }
 
-async fn run(args: &Args, client_note: String) -> Result<Report, String> {
+async fn run(args: &Args) -> Result<Report, String> {
     let sizes = if args.quick { &QUICK } else { &FULL };
     let redis = Servers::start(5).await.map_err(|e| e.to_string())?;
     let pings = connect_all(&redis).await.map_err(|e| e.to_string())?;
@@ -191,60 +204,47 @@ async fn run(args: &Args, client_note: String) -> Result<Report, String> {
         consensus && args.measures(stage10::DESCRIPTION.name),
     )
     .await?;
-    let server_note = match args.placement.cpus() {
-        None => "unpinned".to_owned(),
-        Some((cpu, _)) => {
-            for conn in &pings {
-                placement::pin_server(&redis.backend, conn, cpu).await?;
-            }
-            let members = stores.pids();
-            for &pid in &members {
-                placement::pin(pid, cpu)?;
-            }
-            let mut note = format!("{} redis-server processes", pings.len());
-            if !members.is_empty() {
-                let _ = write!(note, " and {} ensemble members", members.len());
-            }
-            format!("{note} pinned to CPU {cpu}")
+    let members = stores.pids();
+    if let Some((cpu, _)) = args.placement.cpus() {
+        for conn in &pings {
+            placement::pin_server(&redis.backend, conn, cpu).await?;
         }
+        for &pid in &members {
+            placement::pin(pid, cpu)?;
+        }
+    }
+    let setup = Setup {
+        placement: args.placement,
+        redis_servers: pings.len(),
+        ensemble_members: members.len(),
+        backend: redis.backend.label(),
+        stores: stores.notes().await,
+        load_at_start: load_average(),
+        sizes: SizesNote {
+            ping: sizes.ping,
+            w1: sizes.w1,
+            warmup: sizes.warmup,
+            consensus_w1: sizes.consensus_w1,
+            floor: sizes.floor,
+            w2_sections: sizes.w2_sections,
+            w2_limit_s: sizes.w2_limit.as_secs(),
+            w3: sizes.w3,
+            long_w1: sizes.long_w1,
+            quick: args.quick,
+        },
+        load_at_end: None,
     };
-    let mut setup = vec![
-        ("placement".into(), args.placement.to_string()),
-        ("clients".into(), client_note),
-        ("servers".into(), server_note),
-        ("backend".into(), redis.backend.label()),
-    ];
-    setup.extend(stores.notes().await);
-    setup.extend([
-        ("load average at start".into(), load_average()),
-        (
-            "sizes".into(),
-            format!(
-                "ping {}, w1 {} pairs (+{} warm-up; stages 9 and 10: {} pairs, floors {}), w2 {} sections or {} s, w3 {} pairs, long w1 {} pairs{}",
-                sizes.ping,
-                sizes.w1,
-                sizes.warmup,
-                sizes.consensus_w1,
-                sizes.floor,
-                sizes.w2_sections,
-                sizes.w2_limit.as_secs(),
-                sizes.w3,
-                sizes.long_w1,
-                if args.quick { " (quick mode)" } else { "" }
-            ),
-        ),
-    ]);
     let mut report = Report {
-        setup,
+        setup: Some(setup),
         ..Report::default()
     };
     let fleet = Fleet { redis, stores };
     measure_all(args, &fleet, &pings, sizes, &mut report)
         .await
         .map_err(|e| e.to_string())?;
-    report
-        .setup
-        .push(("load average at end".into(), load_average()));
+    if let Some(setup) = &mut report.setup {
+        setup.load_at_end = Some(load_average());
+    }
     Ok(report)
 }
 
@@ -376,20 +376,18 @@ async fn w2(
                 members.as_deref(),
             )
             .await?;
+            let ms = retry.as_millis() as u64;
             let waiting = match subject.name() {
-                "stage6" => format!("unlock message (retry {} ms unused)", retry.as_millis()),
-                "stage6-fair" => format!(
-                    "the queue's head is woken (retry {} ms unused)",
-                    retry.as_millis()
-                ),
-                "stage9" | "stage10" => "a watch on the predecessor (no retry)".to_owned(),
-                _ => format!("retry {} ms", retry.as_millis()),
+                "stage6" => Waiting::UnlockMessage(ms),
+                "stage6-fair" => Waiting::QueueHead(ms),
+                "stage9" | "stage10" => Waiting::Watch,
+                _ => Waiting::Retry(ms),
             };
             report.rows.push(Row {
                 workload: "w2",
                 lock: subject.name().to_owned(),
                 store: subject.store(),
-                setting: waiting,
+                waiting: Some(waiting),
                 rate: contention.per_second(),
                 p50_us: None,
                 p99_us: None,
@@ -415,7 +413,7 @@ async fn w3(
     let latencies = runs::ping_all(pings, sizes.w3).await?;
     report
         .rows
-        .push(timed("w3", "PING x5 at once", REDIS, latencies, peak_kib()));
+        .push(timed("w3", PING_X5, REDIS, latencies, peak_kib()));
     let subjects = [Subject::Stage(stage7::STAGE), Subject::Rslock]
         .into_iter()
         .filter(|s| args.measures(s.name()))
@@ -479,7 +477,7 @@ fn timed(
         workload,
         lock: lock.to_owned(),
         store,
-        setting: String::new(),
+        waiting: None,
         rate: latencies.per_second(),
         p50_us: Some(latencies.quantile_us(0.5)),
         p99_us: Some(latencies.quantile_us(0.99)),
@@ -574,13 +572,14 @@ fn load_average() -> String {
         .unwrap_or_else(|_| "unknown".to_owned())
 }
 
-fn write(report: &Report, markdown: &str, args: &Args) -> Result<(), String> {
+fn write(report: &Report, markdown: &str, command: &Command, args: &Args) -> Result<(), String> {
     let target =
         std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| PathBuf::from("target"), PathBuf::from);
     let dir = target.join("bench");
     std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    let json = serde_json::to_string_pretty(&report.json()).map_err(|e| e.to_string())?;
-    let stores = report.stores_markdown();
+    let figures = saved::to_json(report, command);
+    let json = pretty(&figures)?;
+    let stores = report.stores_markdown(Lang::En);
     for (file, text) in [
         ("workloads.json", json.as_str()),
         ("workloads.md", markdown),
@@ -589,27 +588,200 @@ fn write(report: &Report, markdown: &str, args: &Args) -> Result<(), String> {
         let path = dir.join(file);
         std::fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))?;
     }
-    let book = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("book/src/generated");
-    let mut pages = Vec::new();
-    if args.write_book {
-        pages.push(("workloads.md", "--write-book", markdown));
-    }
-    if args.write_book_stores {
-        if stores.is_empty() {
-            return Err("--write-book-stores: this run measured neither stage9 nor stage10".into());
+    write_book(report, command, args, &json, None)
+}
+
+/// `--from FILE`: the pages asked for, from the figures saved in `file`,
+/// measuring nothing.
+fn render_saved(file: &Path, args: &Args) -> Result<(), String> {
+    let saved = saved::read(file)?;
+    let asked = book_pages(args);
+    if asked.is_empty() {
+        if let Some(pages) = &saved.pages {
+            return Err(format!(
+                "{}: it keeps the figures of {} only; name it",
+                file.display(),
+                pages.join(", ")
+            ));
         }
-        pages.push(("stores-latency.md", "--write-book-stores", stores.as_str()));
+        println!("{}", saved.report.markdown(Lang::En));
+        return Ok(());
     }
-    for (file, flag, text) in pages {
-        let path = book.join(file);
-        let text = format!(
-            "<!-- generated by `{}cargo bench --bench workloads -- {}{flag}`; do not edit -->\n\n{text}",
-            data_dirs(),
-            command_line(args)
-        );
-        std::fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))?;
+    if let Some(pages) = &saved.pages
+        && let Some(page) = asked.iter().find(|p| !pages.iter().any(|q| q == p.flag))
+    {
+        return Err(format!(
+            "{}: it keeps the figures of {} only, not those {} writes",
+            file.display(),
+            pages.join(", "),
+            page.flag
+        ));
+    }
+    write_book(&saved.report, &saved.command, args, &saved.text, Some(file))
+}
+
+/// A page of the book the bench writes, in both editions.
+struct Page {
+    /// The flag that asks for it.
+    flag: &'static str,
+    /// Its files' name in `book/src/generated/` (`.md`, `.zh.md`, `.json`).
+    name: &'static str,
+    /// Whether it is written into a marked region of each chapter that
+    /// has one (`chapter`), rather than into files the chapters include.
+    region_of: Option<&'static str>,
+}
+
+const PAGES: [Page; 3] = [
+    Page {
+        flag: "--write-book",
+        name: "workloads",
+        region_of: None,
+    },
+    Page {
+        flag: "--write-book-stores",
+        name: "stores-latency",
+        region_of: None,
+    },
+    Page {
+        flag: "--write-book-fair",
+        name: "workloads-fair",
+        region_of: Some("stage6.md"),
+    },
+];
+
+fn book_pages(args: &Args) -> Vec<&'static Page> {
+    let asked = [
+        args.write_book,
+        args.write_book_stores,
+        args.write_book_fair,
+    ];
+    PAGES
+        .iter()
+        .zip(asked)
+        .filter(|(_, a)| *a)
+        .map(|(p, _)| p)
+        .collect()
+}
+
+/// Writes the pages `args` asks for, each in English and in Chinese, and
+/// keeps `figures` (the JSON they are rendered from) beside each; `from`:
+/// the file they were read from, left as it is.
+fn write_book(
+    report: &Report,
+    command: &Command,
+    args: &Args,
+    figures: &str,
+    from: Option<&Path>,
+) -> Result<(), String> {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let generated = root.join("book/src/generated");
+    for page in book_pages(args) {
+        let text = |lang| match page.name {
+            "workloads" => report.markdown(lang),
+            "stores-latency" => report.stores_markdown(lang),
+            _ => report.fair_markdown(lang),
+        };
+        let (en, zh) = (text(Lang::En), text(Lang::Zh));
+        if en.is_empty() {
+            return Err(match page.name {
+                "stores-latency" => {
+                    format!(
+                        "{}: this run measured neither stage9 nor stage10",
+                        page.flag
+                    )
+                }
+                _ => format!(
+                    "{}: this run measured none of stage6, stage6-fair and rslock on w2",
+                    page.flag
+                ),
+            });
+        }
+        let header = command.header(page.flag);
+        match page.region_of {
+            None => {
+                for (file, text) in [
+                    (format!("{}.md", page.name), en),
+                    (format!("{}.zh.md", page.name), zh),
+                ] {
+                    write_file(&generated.join(file), &format!("{header}\n\n{text}"))?;
+                }
+            }
+            Some(chapter) => {
+                let chapters = [
+                    (root.join("book/src").join(chapter), en),
+                    (root.join("book/zh/src").join(chapter), zh),
+                ];
+                let mut written = 0;
+                for (path, text) in chapters {
+                    written += usize::from(fill_region(&path, page.flag, &header, &text)?);
+                }
+                if written == 0 {
+                    return Err(format!(
+                        "{}: neither edition's {chapter} marks a region for it",
+                        page.flag
+                    ));
+                }
+            }
+        }
+        let json = generated.join(format!("{}.json", page.name));
+        let same = from.is_some_and(|from| from.canonicalize().ok() == json.canonicalize().ok());
+        if !same {
+            write_file(&json, figures)?;
+        }
     }
     Ok(())
+}
+
+/// The end of a region `flag` writes in a chapter; it begins with the
+/// pages' header line, whatever command it names.
+fn region_end(flag: &str) -> String {
+    format!("<!-- end of the tables `{flag}` writes -->")
+}
+
+/// Replaces the region of `path` that `flag` writes (from the line that
+/// begins `<!-- generated by` and names `flag` to [`region_end`]) with
+/// `header` and `text`. `Ok(false)`: the chapter marks no such region.
+fn fill_region(path: &Path, flag: &str, header: &str, text: &str) -> Result<bool, String> {
+    let page = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let end = region_end(flag);
+    let named = format!("{flag}`; do not edit -->");
+    let start = page
+        .match_indices("<!-- generated by `")
+        .map(|(i, _)| i)
+        .find(|&i| {
+            page[i..]
+                .lines()
+                .next()
+                .is_some_and(|l| l.ends_with(&named))
+        });
+    let Some(start) = start else {
+        return Ok(false);
+    };
+    let Some(stop) = page[start..].find(&end).map(|i| start + i + end.len()) else {
+        return Err(format!(
+            "{}: the region of {flag} has no end ({end})",
+            path.display()
+        ));
+    };
+    let filled = format!(
+        "{}{header}\n\n{text}\n{end}{}",
+        &page[..start],
+        &page[stop..]
+    );
+    if filled != page {
+        write_file(path, &filled)?;
+    }
+    Ok(true)
+}
+
+fn write_file(path: &Path, text: &str) -> Result<(), String> {
+    std::fs::write(path, text).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+fn pretty(value: &serde_json::Value) -> Result<String, String> {
+    serde_json::to_string_pretty(value)
+        .map(|json| json + "\n")
+        .map_err(|e| e.to_string())
 }
 
 /// The ensembles' data directories, when the environment chose them
@@ -629,12 +801,7 @@ fn data_dirs() -> String {
 fn command_line(args: &Args) -> String {
     let mut line = String::new();
     if args.placement != Placement::None {
-        let word = match args.placement {
-            Placement::Split => "split",
-            Placement::Shared => "shared",
-            Placement::None => "none",
-        };
-        let _ = write!(line, "--placement {word} ");
+        let _ = write!(line, "--placement {} ", args.placement.word());
     }
     if args.quick {
         line.push_str("--quick ");
