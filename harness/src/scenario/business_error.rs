@@ -20,8 +20,6 @@
 //! Facts: `b_acquired` (1 or 0). The timeline shows whether the key expired
 //! before B's turn.
 
-use std::time::Duration;
-
 use lockcore::{Acquired, Description, StageEntry};
 
 use super::{Recorded, Run, ScenarioEnv};
@@ -31,9 +29,6 @@ use crate::error::Result;
 pub(super) fn not_applicable(stage: &Description) -> Option<&'static str> {
     (stage.stage == 0).then_some("no lock to leave behind")
 }
-
-/// client-A's watchdog timeout: the lease its watchdog renews.
-const A_WATCHDOG: Duration = Duration::from_secs(1);
 
 /// The payment step that fails.
 fn charge_the_card() -> std::result::Result<(), &'static str> {
@@ -59,16 +54,8 @@ async fn buy_without_finally(
 pub(super) async fn run(stage: StageEntry, env: ScenarioEnv) -> Result<Recorded> {
     let mut run = Run::start(stage, env, 1).await?;
     let timing = run.env.timing;
-    // A's watchdog leases one second, renewed every third of it: B still
-    // sees it renew during its window, and the lease outlives a whole
-    // process that is descheduled for a while. With the usual 300 ms it
-    // did not, once: on a loaded machine nothing of the run ran for 444 ms,
-    // the lease lapsed under the living client-A, and client-B got in.
-    let a = run
-        .client_configured("client-A", |config| {
-            config.watchdog_timeout = config.watchdog_timeout.max(A_WATCHDOG);
-        })
-        .await?;
+    // A lives on: a watchdog must keep its lock through B's whole window.
+    let a = run.living_holder("client-A").await?;
     let b = run.client("client-B").await?;
 
     // 1. A's business fails and its release is skipped.

@@ -103,6 +103,9 @@ impl Drop for KeyCleanup {
 /// than any story's steps take on a loaded machine.
 pub const RIVAL_TTL: Duration = Duration::from_secs(3);
 
+/// The least watchdog timeout of a [`Run::living_holder`].
+pub const LIVING_WATCHDOG: Duration = Duration::from_secs(1);
+
 impl Run {
     /// Starts the database node and as many lock nodes as the stage needs,
     /// watched into a fresh timeline, with `stock` items for sale.
@@ -354,6 +357,23 @@ impl Run {
     pub async fn rival(&mut self, name: &str) -> Result<Client> {
         self.client_configured(name, |config| config.ttl = config.ttl.max(RIVAL_TTL))
             .await
+    }
+
+    /// Connects a client called `name` whose watchdog (stage 6's, and its
+    /// fair variant's) leases at least [`LIVING_WATCHDOG`], renewed every
+    /// third of it: the living holder of a story whose verdict needs its
+    /// watchdog to keep the lock through a rival's whole window. A rival
+    /// still sees it renew within that window (three TTLs, 900 ms). With the
+    /// usual 300 ms lease, renewed every 100 ms, a process descheduled for
+    /// 200 ms on a loaded machine lost the lock under its living holder
+    /// (once, nothing of a run ran for 444 ms); now it takes 667 ms. A stage
+    /// without a watchdog keeps its TTL: its expiry is what these stories
+    /// are about.
+    pub async fn living_holder(&mut self, name: &str) -> Result<Client> {
+        self.client_configured(name, |config| {
+            config.watchdog_timeout = config.watchdog_timeout.max(LIVING_WATCHDOG);
+        })
+        .await
     }
 
     /// Connects a client called `name` whose lock configuration is the

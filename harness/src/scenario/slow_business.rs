@@ -50,7 +50,8 @@ pub(super) fn not_applicable(_stage: &Description) -> Option<&'static str> {
 pub(super) async fn run(stage: StageEntry, env: ScenarioEnv) -> Result<Recorded> {
     let mut run = Run::start(stage, env, STOCK).await?;
     let timing = run.env.timing;
-    let a = run.client("client-A").await?;
+    // A lives on: a watchdog must keep its lock through B's whole window.
+    let a = run.living_holder("client-A").await?;
     // B's lock, if B gets in, must still be there at A's release (B's
     // sale, A's late write, two gates) for a plain DEL to delete it.
     let b = run.rival("client-B").await?;

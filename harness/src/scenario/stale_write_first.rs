@@ -40,7 +40,8 @@ const STOCK: i64 = 1;
 pub(super) async fn run(stage: StageEntry, env: ScenarioEnv) -> Result<Recorded> {
     let mut run = Run::start(stage, env, STOCK).await?;
     let timing = run.env.timing;
-    let a = run.client("client-A").await?;
+    // A lives on: a watchdog must keep its lock through B's whole window.
+    let a = run.living_holder("client-A").await?;
 
     // 1. A takes the lock, reads the stock, and stops inside.
     let held_a = a.acquire_free(timing.patience()).await?;
