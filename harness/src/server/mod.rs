@@ -13,6 +13,7 @@ pub mod ensemble;
 pub mod etcd;
 pub mod external;
 mod log_tail;
+mod port_hold;
 mod redis_process;
 pub mod shared_zookeeper;
 pub mod zookeeper;

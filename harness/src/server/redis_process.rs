@@ -10,6 +10,7 @@ use tokio::net::TcpStream;
 use tokio::time::{Instant, sleep};
 
 use super::log_tail::tail;
+use super::port_hold::PortHold;
 use crate::error::{HarnessError, Result};
 use crate::process::{self, Signal};
 
@@ -41,6 +42,9 @@ pub struct RedisProcess {
     /// or beyond the last port.
     cluster_port: Option<u16>,
     extra_args: Vec<String>,
+    /// While killed: its ports, kept from every other server
+    /// ([`PortHold`]).
+    held: Vec<PortHold>,
 }
 
 const READY_WITHIN: Duration = Duration::from_secs(10);
@@ -86,6 +90,7 @@ impl RedisProcess {
                 config: config.clone(),
                 cluster_port,
                 extra_args: extra_args.iter().map(|s| (*s).to_owned()).collect(),
+                held: Vec::new(),
             };
             match server.launch().await {
                 Ok(()) => return Ok(server),
@@ -204,6 +209,11 @@ impl RedisProcess {
     /// `kill -9`: the server vanishes with everything in its memory.
     pub fn kill(&mut self) {
         self.stop();
+        // Dead for the rest of the run: no other server may answer here.
+        self.held = std::iter::once(self.port)
+            .chain(self.cluster_port)
+            .filter_map(PortHold::bind)
+            .collect();
     }
 
     /// Freezes the server (SIGSTOP): connections stay open, nothing answers.
@@ -220,6 +230,7 @@ impl RedisProcess {
     /// port, so clients that reconnect find it where it was.
     pub async fn restart(&mut self) -> Result<()> {
         self.stop();
+        self.held.clear();
         match self.launch().await {
             Ok(()) => Ok(()),
             Err(Launch::PortTaken) => Err(HarnessError::ServerStart(format!(
