@@ -302,15 +302,7 @@ fn chinese_paragraphs_are_one_line_each() {
 /// needs one has one (the rule is at the top of `tests/book.rs`).
 #[test]
 fn every_chinese_sentence_about_the_matrix_carries_a_true_claim() {
-    let (checked, problems) =
-        common::claims::problems(&common::book_src(ZH), common::claims::Lang::Chinese);
-    assert!(
-        problems.is_empty(),
-        "{} problem(s) with sentences about the matrix (see the top of tests/book.rs):\n{}",
-        problems.len(),
-        problems.join("\n")
-    );
-    assert!(checked > 20, "only {checked} claims found");
+    common::claims::assert_every_claim_true(&common::book_src(ZH), common::claims::Lang::Chinese);
 }
 
 /// The Chinese sentences issue 43 found contradicted by the matrix, as

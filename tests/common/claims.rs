@@ -686,6 +686,19 @@ pub fn needs_a_claim(page: &str, sentence: &Sentence, lang: Lang, matrix: &Matri
         || ((!stages.is_empty() || implicit) && quantifies_stages(text, lang))
 }
 
+/// Fails on any of [`problems`] in one edition's pages, each named, and on
+/// an edition with too few claims to be checking anything.
+pub fn assert_every_claim_true(src: &Path, lang: Lang) {
+    let (checked, problems) = problems(src, lang);
+    assert!(
+        problems.is_empty(),
+        "{} problem(s) with sentences about the matrix (see the top of tests/book.rs):\n{}",
+        problems.len(),
+        problems.join("\n")
+    );
+    assert!(checked > 20, "only {checked} claims found");
+}
+
 /// Every problem of one edition's pages: a sentence that needs a claim and
 /// has none, and a claim the matrix (or the named run or test) denies.
 pub fn problems(src: &Path, lang: Lang) -> (usize, Vec<String>) {
