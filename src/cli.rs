@@ -44,6 +44,10 @@ pub enum Command {
         /// to see what it does not fix.
         #[arg(long)]
         request_ids: bool,
+        /// The purchase of `release-before-commit` commits its transaction
+        /// before it releases the lock (the fix) instead of after.
+        #[arg(long)]
+        release_after_commit: bool,
     },
     /// Runs every scenario against every stage and compares each cell with
     /// the expected matrix. Exits 1, listing the cells, when any differs.

@@ -28,7 +28,7 @@
 //! - `STAGE = STAGE`: the two columns are equal in every row.
 //! - `rows STORY = STORY`: the two rows are equal in every column.
 //! - `last STAGE`: the matrix's last column is STAGE ("the last stage").
-//! - `run STAGE STORY [--fencing F] [--request-ids] VERDICT`: the run the
+//! - `run STAGE STORY [--fencing F] [--request-ids] [--release-after-commit] VERDICT`: the run the
 //!   book shows (`generated/<run>.timeline.md`) ended with that verdict (for
 //!   the runs the matrix does not make, like `--fencing none`).
 //! - `test STAGE FILE`: the sentence rests on a test, not a cell: the stage's

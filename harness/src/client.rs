@@ -13,7 +13,7 @@ use crate::error::{HarnessError, Result};
 use crate::fault::FaultPlan;
 use crate::guard::LockGuard;
 use crate::history::{History, Op};
-use crate::workload::{Database, Fencing, RequestIds, Sale};
+use crate::workload::{Database, Fencing, OpenSale, RequestIds, Sale};
 
 // A client's releases answer with it. It is defined with the guard, below
 // the client, because a guard's releases answer with it too.
@@ -219,6 +219,32 @@ impl Client {
             None => sale.to_string(),
         };
         self.history.timeline().record(&self.name, text);
+        Ok(sale)
+    }
+
+    /// Starts a purchase's transaction on the stock `read` (see
+    /// [`Database::open_sale`]): its writes are sent and queued, and wait
+    /// for [`Client::commit`].
+    pub async fn open_sale(&self, read: i64, held: &Acquired) -> Result<OpenSale> {
+        let open = self.db.open_sale(read, held.fencing_token).await?;
+        if read > 0 {
+            self.history.timeline().record(
+                &self.name,
+                format!(
+                    "MULTI: writes stock {} and its order, queued; nobody sees them before EXEC",
+                    read - 1
+                ),
+            );
+        }
+        Ok(open)
+    }
+
+    /// Commits a transaction opened with [`Client::open_sale`].
+    pub async fn commit(&self, open: OpenSale) -> Result<Sale> {
+        let sale = open.commit().await?;
+        self.history
+            .timeline()
+            .record(&self.name, format!("EXEC (the commit): {sale}"));
         Ok(sale)
     }
 

@@ -52,6 +52,33 @@ pub enum RequestIds {
     Checked,
 }
 
+/// When a purchase's transaction commits, against the release of the lock.
+///
+/// A purchase that writes in a transaction (`MULTI` … `EXEC` here, a
+/// database transaction in the seeds' Spring services) is not done when its
+/// commands are sent: nobody else sees its writes until it commits. A lock
+/// released before that lets the next holder read what was there before.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub enum ReleaseOrder {
+    /// The bug: the lock is released inside the transaction, which commits
+    /// afterwards (a method that locks and unlocks, called inside a
+    /// `@Transactional` one). The `release-before-commit` story's default.
+    #[default]
+    BeforeCommit,
+    /// The fix: commit, then release (`--release-after-commit`).
+    AfterCommit,
+}
+
+impl ReleaseOrder {
+    /// `before-commit` or `after-commit`.
+    pub fn label(self) -> &'static str {
+        match self {
+            ReleaseOrder::BeforeCommit => "before-commit",
+            ReleaseOrder::AfterCommit => "after-commit",
+        }
+    }
+}
+
 /// How stage 8's protected resource checks fencing tokens. Stages without
 /// tokens are not affected: their reads and writes are plain.
 ///
@@ -187,6 +214,37 @@ impl std::fmt::Display for Sale {
             Sale::Duplicate => {
                 f.write_str("DUPLICATE REFUSED by the resource: this request id was charged before")
             }
+        }
+    }
+}
+
+/// A purchase's transaction, opened and not yet committed
+/// ([`Database::open_sale`]).
+pub struct OpenSale {
+    /// The transaction's own connection; `None` when the stock read was
+    /// zero and there was nothing to write.
+    conn: Option<Connection>,
+    read: i64,
+    token: Option<u64>,
+}
+
+impl OpenSale {
+    /// `EXEC`: the writes happen now, all of them, or (a fenced write
+    /// refused by the resource) none.
+    pub async fn commit(self) -> Result<Sale> {
+        let Some(mut conn) = self.conn else {
+            return Ok(Sale::SoldOut);
+        };
+        let answers: Vec<redis::Value> = redis::cmd("EXEC").query_async(&mut conn).await?;
+        match self.token {
+            None => Ok(Sale::Sold(self.read)),
+            Some(token) => match answers.first() {
+                Some(redis::Value::Int(1)) => Ok(Sale::Sold(self.read)),
+                Some(redis::Value::Int(0)) => Ok(Sale::Rejected { token }),
+                other => Err(crate::error::HarnessError::Bug(format!(
+                    "the fenced sale's transaction answered {other:?}"
+                ))),
+            },
         }
     }
 }
@@ -380,6 +438,58 @@ impl Database {
                 })
             }
         }
+    }
+
+    /// Opens a purchase's transaction on a connection of its own: `MULTI`,
+    /// then the sale's writes, queued (through the protected resource when
+    /// a token is shown), nothing of them visible until
+    /// [`OpenSale::commit`]. Request ids are not checked in a transaction:
+    /// the story that uses one shows the commit's order, not retries.
+    pub async fn open_sale(&self, read: i64, token: Option<u64>) -> Result<OpenSale> {
+        if read <= 0 {
+            return Ok(OpenSale {
+                conn: None,
+                read,
+                token: None,
+            });
+        }
+        let token = token.filter(|_| self.fencing != Fencing::Unchecked);
+        let mut conn = self.conn.another().await?;
+        redis::cmd("MULTI").query_async::<()>(&mut conn).await?;
+        match token {
+            None => {
+                redis::cmd("SET")
+                    .arg(&self.keys.stock)
+                    .arg(read - 1)
+                    .query_async::<()>(&mut conn)
+                    .await?;
+                redis::cmd("RPUSH")
+                    .arg(&self.keys.orders)
+                    .arg(&self.client)
+                    .query_async::<()>(&mut conn)
+                    .await?;
+            }
+            // The script's text, not its digest: a script not loaded yet
+            // would fail only at `EXEC`.
+            Some(token) => {
+                redis::cmd("EVAL")
+                    .arg(FENCED_SALE)
+                    .arg(3)
+                    .arg(&self.keys.stock)
+                    .arg(&self.keys.orders)
+                    .arg(&self.keys.fence)
+                    .arg(read - 1)
+                    .arg(&self.client)
+                    .arg(token)
+                    .query_async::<()>(&mut conn)
+                    .await?;
+            }
+        }
+        Ok(OpenSale {
+            conn: Some(conn),
+            read,
+            token,
+        })
     }
 
     /// Every order recorded, in order: the seller's name, and after a space

@@ -280,6 +280,22 @@ async fn open(
     named(Inner::Single(inner), url, name, replies).await
 }
 
+impl Connection {
+    /// A second connection to the same server, under the same name and
+    /// reporting to the same log. A transaction (`MULTI` … `EXEC`) needs
+    /// one of its own: on a shared connection, every command another task
+    /// sends in between would be queued into it.
+    pub async fn another(&self) -> Result<Connection, LockError> {
+        open(
+            &self.url,
+            &self.client,
+            self.replies.clone(),
+            Duration::ZERO,
+        )
+        .await
+    }
+}
+
 /// Names a fresh connection with `CLIENT SETNAME`.
 async fn named(
     inner: Inner,

@@ -30,7 +30,7 @@ use harness::ScenarioEnv;
 use harness::check::{Finding, verdict_words};
 use harness::observe::{Timeline, sequence_diagram};
 use harness::server::Backend;
-use harness::workload::{Fencing, RequestIds};
+use harness::workload::{Fencing, ReleaseOrder, RequestIds};
 
 use super::run::launcher;
 use super::{scenario_named, stage_named, write_file};
@@ -61,6 +61,8 @@ pub struct BookRun {
     pub fencing: Fencing,
     /// Whether the resource charges a request id once (`--request-ids`).
     pub request_ids: RequestIds,
+    /// When `release-before-commit`'s purchase releases the lock.
+    pub release_order: ReleaseOrder,
 }
 
 /// Every run the book shows. To show another, add its line, run
@@ -129,6 +131,13 @@ pub const BOOK_RUNS: &[BookRun] = &[
     run("stage10", "leader-killed", "beyond-redis.md"),
     run("stage9", "minority-partition", "beyond-redis.md"),
     run("stage10", "minority-partition", "beyond-redis.md"),
+    run("stage5", "release-before-commit", "choosing.md"),
+    BookRun {
+        release_order: ReleaseOrder::AfterCommit,
+        ..run("stage5", "release-before-commit", "choosing.md")
+    },
+    run("stage8", "release-before-commit", "choosing.md"),
+    run("stage5", "eviction", "choosing.md"),
 ];
 
 /// A run against a resource that checks no token (`--fencing none`).
@@ -146,6 +155,7 @@ const fn run(stage: &'static str, scenario: &'static str, chapter: &'static str)
         chapter,
         fencing: Fencing::ReadsAndWrites,
         request_ids: RequestIds::Ignored,
+        release_order: ReleaseOrder::BeforeCommit,
     }
 }
 
@@ -156,9 +166,13 @@ impl BookRun {
             Fencing::ReadsAndWrites => format!("{}-{}", self.stage, self.scenario),
             other => format!("{}-{}-{}", self.stage, self.scenario, other.label()),
         };
-        match self.request_ids {
+        let base = match self.request_ids {
             RequestIds::Ignored => base,
             RequestIds::Checked => format!("{base}-request-ids"),
+        };
+        match self.release_order {
+            ReleaseOrder::BeforeCommit => base,
+            ReleaseOrder::AfterCommit => format!("{base}-release-after-commit"),
         }
     }
 
@@ -172,8 +186,12 @@ impl BookRun {
             RequestIds::Ignored => "",
             RequestIds::Checked => " --request-ids",
         };
+        let release = match self.release_order {
+            ReleaseOrder::BeforeCommit => "",
+            ReleaseOrder::AfterCommit => " --release-after-commit",
+        };
         format!(
-            "cargo run --release -- run {} {}{flag}{ids}",
+            "cargo run --release -- run {} {}{flag}{ids}{release}",
             self.stage, self.scenario
         )
     }
@@ -295,7 +313,8 @@ async fn run_scenario(r: &BookRun) -> Result<Timeline, Failure> {
     let scenario = scenario_named(r.scenario)?;
     eprintln!("running {} x {}", r.stage, r.scenario);
     let env = ScenarioEnv::new(Backend::from_env()?, launcher(&stage)?, r.fencing)
-        .with_request_ids(r.request_ids);
+        .with_request_ids(r.request_ids)
+        .with_release_order(r.release_order);
     let outcome = scenario.play(stage, env).await?;
     // With request ids checked the matrix's cell does not apply: a retry
     // must not be charged twice, and two different requests are not one.

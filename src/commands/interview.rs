@@ -316,7 +316,8 @@ async fn run_one(probe: &Probe) -> Result<Ran, Failure> {
     let stage = stages::find(&probe.stage_name())
         .ok_or_else(|| Failure::failed(format!("no {} in this build", probe.stage_name())))?;
     let env = ScenarioEnv::new(Backend::from_env()?, launcher(&stage)?, probe.fencing)
-        .with_request_ids(probe.request_ids);
+        .with_request_ids(probe.request_ids)
+        .with_release_order(probe.release_order);
     let outcome = scenario
         .play(stage, env)
         .await

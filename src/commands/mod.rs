@@ -9,7 +9,7 @@ mod matrix;
 mod run;
 
 use harness::Scenario;
-use harness::workload::{Fencing, RequestIds};
+use harness::workload::{Fencing, ReleaseOrder, RequestIds};
 use lockcore::StageEntry;
 
 use crate::cli::Command;
@@ -30,6 +30,7 @@ pub async fn dispatch(command: Command) -> Result<(), Failure> {
             html,
             fencing,
             request_ids,
+            release_after_commit,
         } => {
             let output = run::Output {
                 diagram,
@@ -37,6 +38,7 @@ pub async fn dispatch(command: Command) -> Result<(), Failure> {
                 html: html.as_deref(),
                 fencing: fencing_named(&fencing)?,
                 request_ids: request_ids_if(request_ids),
+                release_order: release_order_if(release_after_commit),
             };
             run::run(stage_named(&stage)?, scenario_named(&scenario)?, output).await
         }
@@ -83,6 +85,16 @@ pub fn request_ids_if(checked: bool) -> RequestIds {
         RequestIds::Checked
     } else {
         RequestIds::Ignored
+    }
+}
+
+/// When a transaction's purchase releases the lock, for the
+/// `--release-after-commit` flag.
+pub fn release_order_if(after_commit: bool) -> ReleaseOrder {
+    if after_commit {
+        ReleaseOrder::AfterCommit
+    } else {
+        ReleaseOrder::BeforeCommit
     }
 }
 

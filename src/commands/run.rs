@@ -6,7 +6,7 @@ use harness::check::{Finding, verdict_words};
 use harness::holder::Launcher;
 use harness::observe::sequence_diagram;
 use harness::server::Backend;
-use harness::workload::{Fencing, RequestIds};
+use harness::workload::{Fencing, ReleaseOrder, RequestIds};
 use harness::{Scenario, ScenarioEnv};
 use lockcore::StageEntry;
 
@@ -42,6 +42,8 @@ pub struct Output<'a> {
     pub fencing: Fencing,
     /// Whether the resource charges a request id once (`--request-ids`).
     pub request_ids: RequestIds,
+    /// When `release-before-commit`'s purchase releases the lock.
+    pub release_order: ReleaseOrder,
 }
 
 /// Runs `scenario` against `stage` and prints the timeline (or diagram)
@@ -83,7 +85,8 @@ pub async fn run(
         return Ok(());
     }
     let env = ScenarioEnv::new(Backend::from_env()?, launcher(&stage)?, output.fencing)
-        .with_request_ids(output.request_ids);
+        .with_request_ids(output.request_ids)
+        .with_release_order(output.release_order);
     let recorder = env.recorder.clone();
     let outcome = match scenario.play(stage, env).await {
         Ok(outcome) => outcome,

@@ -20,7 +20,7 @@ mod questions;
 pub mod screen;
 
 use harness::check::{Finding, Verdict};
-use harness::workload::{Fencing, RequestIds};
+use harness::workload::{Fencing, ReleaseOrder, RequestIds};
 
 pub use questions::QUESTIONS;
 
@@ -105,6 +105,10 @@ pub struct Probe {
     pub fencing: Fencing,
     /// Whether the resource charges a request id once (`--request-ids`).
     pub request_ids: RequestIds,
+    /// When `release-before-commit`'s purchase releases the lock: before
+    /// its commit (the story's bug, the matrix's run) or after
+    /// (`--release-after-commit`).
+    pub release_order: ReleaseOrder,
     /// The verdict the question's answer says this run shows (`ok`, or the
     /// findings' labels). A test holds it against [`Probe::expected`], so a
     /// change to the expected matrix points at the answers to read again.
@@ -161,9 +165,13 @@ impl Probe {
     /// run uses the write-only resource.
     pub fn label(&self) -> String {
         let label = self.fencing_label();
-        match self.request_ids {
+        let label = match self.request_ids {
             RequestIds::Ignored => label,
             RequestIds::Checked => format!("{label} --request-ids"),
+        };
+        match self.release_order {
+            ReleaseOrder::BeforeCommit => label,
+            ReleaseOrder::AfterCommit => format!("{label} --release-after-commit"),
         }
     }
 
@@ -189,6 +197,11 @@ impl Probe {
     /// (which the matrix does not run) what the stages' tests show.
     pub fn expected(&self) -> Option<Verdict> {
         use crate::matrix::{Expected, expected};
+        if self.release_order == ReleaseOrder::AfterCommit {
+            // The fix: whatever the lock, the next holder reads the
+            // committed stock (`harness/src/scenario/release_before_commit.rs`).
+            return (self.scenario == "release-before-commit").then(|| Verdict::of(&[]));
+        }
         if self.request_ids == RequestIds::Checked {
             return WITH_REQUEST_IDS
                 .iter()

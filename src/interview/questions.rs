@@ -5,7 +5,7 @@
 use harness::check::Finding::{
     Deadlock, Duplicate, ForeignDelete, OutOfOrder, Overlap, Oversold, Refused,
 };
-use harness::workload::{Fencing, RequestIds};
+use harness::workload::{Fencing, ReleaseOrder, RequestIds};
 
 use super::Watch::{Clean, Fires};
 use super::{Probe, Question, TestTarget};
@@ -18,6 +18,7 @@ pub(super) const fn on(stage: u8, scenario: &'static str, says: &'static str) ->
         scenario,
         fencing: Fencing::ReadsAndWrites,
         request_ids: RequestIds::Ignored,
+        release_order: ReleaseOrder::BeforeCommit,
         says,
     }
 }
@@ -50,6 +51,15 @@ const fn write_only(stage: u8, scenario: &'static str, says: &'static str) -> Pr
 const fn unchecked(stage: u8, scenario: &'static str, says: &'static str) -> Probe {
     Probe {
         fencing: Fencing::Unchecked,
+        ..on(stage, scenario, says)
+    }
+}
+
+/// A run whose transaction commits before the lock is released
+/// (`--release-after-commit`).
+const fn after_commit(stage: u8, scenario: &'static str, says: &'static str) -> Probe {
+    Probe {
+        release_order: ReleaseOrder::AfterCommit,
         ..on(stage, scenario, says)
     }
 }
@@ -1333,5 +1343,43 @@ pub const QUESTIONS: &[Question] = &[
                    unchecked (`--fencing none`), it sells a second time.",
         sources: &[ETCD_MUTEX, JEPSEN_ETCD],
         read_next: BEYOND,
+    },
+    // 40
+    Question {
+        ask: "A service method takes the lock, sells, and unlocks in `finally`; its caller is \
+              `@Transactional`. What can go wrong?",
+        answer: "The lock is given back before the sale is committed. Inside a transaction the \
+                 writes are not visible to anyone else until the commit, and the commit comes \
+                 when the outer method returns, after the `finally` that unlocked. Between the \
+                 two, the next holder gets the lock, reads the stock as it was before the sale, \
+                 and sells the same item again. No lock can see this: every hold was exclusive, \
+                 one after the other; the data was simply not written yet when the hold ended.\n\n\
+                 The fix is the order: commit, then release. Put the lock around the \
+                 transaction (lock in the caller, or release in an after-commit callback), never \
+                 inside it. A resource that checks fencing tokens also refuses the late commit: \
+                 the next holder's read showed a newer token first.",
+        java: Some(
+            "Spring: `TransactionSynchronizationManager.registerSynchronization` with \
+             `afterCompletion` to unlock, or `lock.lock()` in the caller before it calls the \
+             `@Transactional` method. Here the story writes with `MULTI` … `EXEC` and the \
+             release sits between them unless `--release-after-commit` moves it after `EXEC`.",
+        ),
+        predict: "client-A sells in a transaction and releases the lock before the commit; \
+                  client-B buys in between. With stage 5, with stage 5 releasing after the \
+                  commit, and with stage 8's fencing tokens: which runs sell the one item twice?",
+        watch: Fires(Oversold),
+        runs: &[
+            on(5, "release-before-commit", "OVERSOLD"),
+            after_commit(5, "release-before-commit", "ok"),
+            on(8, "release-before-commit", "ok"),
+        ],
+        marks: &["MULTI", "EXEC", "released", "REJECTED", "OVERSOLD"],
+        tests: &[],
+        look_for: "In the first run client-B reads stock 1 after client-A released and sells; \
+                   client-A's EXEC then writes a second order. With the release after EXEC, \
+                   client-B reads 0. Stage 8 releases early too, but client-B's read registered \
+                   a newer token, so client-A's transaction is REJECTED when it commits.",
+        sources: &[],
+        read_next: CHOOSING,
     },
 ];

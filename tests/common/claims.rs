@@ -187,6 +187,7 @@ pub fn check_claim(claim: &str, matrix: &Matrix) -> Result<(), String> {
                         base.push_str(label);
                     }
                     "--request-ids" => base.push_str("-request-ids"),
+                    "--release-after-commit" => base.push_str("-release-after-commit"),
                     w => verdict.push(w),
                 }
             }

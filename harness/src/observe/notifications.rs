@@ -21,8 +21,9 @@ use crate::error::Result;
 use crate::server::external::{config_refused, notify_flags};
 
 /// `K` (keyspace channel), `g` (DEL, EXPIRE…), `$` (strings), `h`
-/// (hashes), `x` (expiries).
-pub const NOTIFY: &str = "Kg$hx";
+/// (hashes), `x` (expiries), `e` (evictions: a key that went to make room
+/// ends as an expired one does).
+pub const NOTIFY: &str = "Kg$hxe";
 
 /// The flags after adding ours to `found`. `A` is Redis's alias for every
 /// class of event, so a value with it needs nothing more.
@@ -154,11 +155,11 @@ mod tests {
 
     #[test]
     fn our_flags_are_added_to_what_the_server_had_and_nothing_is_doubled() {
-        assert_eq!(with_ours(""), "Kg$hx");
-        assert_eq!(with_ours("Ex"), "ExKg$h");
+        assert_eq!(with_ours(""), "Kg$hxe");
+        assert_eq!(with_ours("Ex"), "ExKg$he");
         assert_eq!(with_ours("KA"), "KA");
         assert_eq!(with_ours("EA"), "EAK");
-        assert_eq!(with_ours("Kg$hx"), "Kg$hx");
+        assert_eq!(with_ours("Kg$hx"), "Kg$hxe");
     }
 
     #[test]

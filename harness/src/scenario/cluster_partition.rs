@@ -154,9 +154,19 @@ async fn wait_for_cluster_state(
             return Ok(());
         }
         if tokio::time::Instant::now() > deadline {
+            // Its own view of the others says why: a node it still counts
+            // as failing (`fail?`, `fail`) or a slot range it sees no one
+            // serve.
+            let view: String = redis::cmd("CLUSTER")
+                .arg("NODES")
+                .query_async(&mut conn)
+                .await
+                .unwrap_or_default();
             return Err(HarnessError::Topology(format!(
-                "{} did not say {wanted} within {within:?}",
-                node.label()
+                "{} did not say {wanted} within {within:?}; its CLUSTER INFO:\n{}\nits CLUSTER NODES:\n{}",
+                node.label(),
+                info.trim(),
+                view.trim()
             )));
         }
         tokio::time::sleep(POLL).await;

@@ -17,6 +17,7 @@ mod crash_before_expire;
 mod dead_waiter;
 mod duplicate_request;
 pub mod ensemble;
+mod eviction;
 mod failover;
 mod gc_pause;
 mod get_del_race;
@@ -25,6 +26,7 @@ mod leader_killed;
 mod minority_partition;
 mod network_delay;
 mod reentrant;
+mod release_before_commit;
 mod restart_without_persistence;
 mod run;
 mod sentinel_failover;
@@ -52,7 +54,7 @@ use crate::holder::Launcher;
 use crate::observe::Timeline;
 use crate::server::Backend;
 use crate::server::shared_zookeeper::SharedZooKeeper;
-use crate::workload::{Fencing, RequestIds};
+use crate::workload::{Fencing, ReleaseOrder, RequestIds};
 
 /// The future a scenario returns.
 pub type ScenarioFuture = Pin<Box<dyn Future<Output = Result<Recorded>> + Send>>;
@@ -306,6 +308,18 @@ pub const SCENARIOS: &[Scenario] = &[
         not_applicable: arrival_order::not_applicable,
         record: |stage, env| Box::pin(arrival_order::run(stage, env)),
     },
+    Scenario {
+        name: "release-before-commit",
+        title: "client-A releases the lock inside its transaction, before the commit",
+        not_applicable: release_before_commit::not_applicable,
+        record: |stage, env| Box::pin(release_before_commit::run(stage, env)),
+    },
+    Scenario {
+        name: "eviction",
+        title: "the lock node doubles as a cache (maxmemory, volatile-lru) and fills up while client-A holds",
+        not_applicable: eviction::not_applicable,
+        record: |stage, env| Box::pin(eviction::run(stage, env)),
+    },
 ];
 
 /// Finds a scenario by name.
@@ -354,6 +368,10 @@ pub struct ScenarioEnv {
     /// Whether the resource de-duplicates purchases by request id
     /// (`--request-ids`); the matrix runs without.
     pub request_ids: RequestIds,
+    /// When a purchase made in a transaction releases the lock, against
+    /// its commit (`--release-after-commit`); only the
+    /// `release-before-commit` story makes its purchase in one.
+    pub release_order: ReleaseOrder,
     /// Keeps the timeline of the run started last, so that a story that
     /// stops on an error still shows how far it got.
     pub recorder: FlightRecorder,
@@ -404,6 +422,7 @@ impl ScenarioEnv {
             timing: Timing::default(),
             fencing,
             request_ids: RequestIds::default(),
+            release_order: ReleaseOrder::default(),
             recorder: FlightRecorder::new(),
             shared_zookeeper: None,
         }
@@ -415,6 +434,16 @@ impl ScenarioEnv {
     pub fn with_request_ids(self, request_ids: RequestIds) -> Self {
         Self {
             request_ids,
+            ..self
+        }
+    }
+
+    /// The same environment, with a transaction's purchase releasing the
+    /// lock as `release_order` says.
+    #[must_use]
+    pub fn with_release_order(self, release_order: ReleaseOrder) -> Self {
+        Self {
+            release_order,
             ..self
         }
     }

@@ -612,5 +612,9 @@ fn env_label(env: &ScenarioEnv) -> String {
         crate::workload::RequestIds::Checked => ", request ids checked",
         crate::workload::RequestIds::Ignored => "",
     };
-    format!("{} backend{ids}", env.backend.label())
+    let release = match env.release_order {
+        crate::workload::ReleaseOrder::AfterCommit => ", release after the commit",
+        crate::workload::ReleaseOrder::BeforeCommit => "",
+    };
+    format!("{} backend{ids}{release}", env.backend.label())
 }
