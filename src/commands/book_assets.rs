@@ -337,9 +337,19 @@ async fn run_scenario(r: &BookRun) -> Result<Timeline, Failure> {
             r.fencing.label()
         )));
     }
+    // The fix's variant of release-before-commit must not oversell.
+    if r.release_order == ReleaseOrder::AfterCommit && !outcome.verdict.is_ok() {
+        return Err(Failure::failed(format!(
+            "{} gave {}, but a purchase that commits before it releases must be ok: nothing \
+             written for it",
+            r.base(),
+            outcome.verdict
+        )));
+    }
     if let Some(Expected::Verdict(want)) = expected(r.stage, r.scenario)
         && r.fencing == Fencing::ReadsAndWrites
         && r.request_ids == RequestIds::Ignored
+        && r.release_order == ReleaseOrder::BeforeCommit
         && want != outcome.verdict
     {
         return Err(Failure::failed(format!(

@@ -33,6 +33,9 @@ pub enum Change {
     Deleted,
     /// Its TTL ran out.
     Expired,
+    /// The server dropped it to make room (`maxmemory`): for whoever held
+    /// it, the same end as an expiry, before its time.
+    Evicted,
 }
 
 /// One change of one key on one node.
@@ -167,7 +170,8 @@ impl NodeKeys {
     ) -> Option<KeyChange> {
         let owner_before = self.owners.get(key).cloned();
         let change = match (event, actor) {
-            ("expired" | "evicted", _) => Change::Expired,
+            ("expired", _) => Change::Expired,
+            ("evicted", _) => Change::Evicted,
             ("del" | "unlink", Some(_)) => Change::Deleted,
             // Anything that writes a value: SET, SETNX, INCR, HSET, HINCRBY…
             ("set" | "incrby" | "incrbyfloat" | "hset" | "hincrby" | "hincrbyfloat", Some(by)) => {

@@ -141,13 +141,15 @@ impl NodeWatcher {
             // Owner values (`<uuid>:task-<n>`) and the client that sent them.
             let mut owner_values: HashMap<String, String> = HashMap::new();
             let note_expiries = |changes: &[KeyChange]| {
-                for change in changes.iter().filter(|c| c.change == Change::Expired) {
-                    timeline.record_at(
-                        change.at,
-                        "redis",
-                        Some(&node),
-                        format!("expired {} (TTL ran out)", change.key),
-                    );
+                for change in changes {
+                    let said = match change.change {
+                        Change::Expired => format!("expired {} (TTL ran out)", change.key),
+                        Change::Evicted => {
+                            format!("EVICTED {} (memory full: maxmemory)", change.key)
+                        }
+                        Change::Written | Change::Deleted => continue,
+                    };
+                    timeline.record_at(change.at, "redis", Some(&node), said);
                 }
             };
             loop {

@@ -23,7 +23,7 @@
 use lockcore::{Acquired, Description, StageEntry};
 
 use super::{Recorded, Run, ScenarioEnv};
-use crate::Client;
+use crate::client::Client;
 use crate::error::Result;
 
 pub(super) fn not_applicable(stage: &Description) -> Option<&'static str> {

@@ -71,6 +71,10 @@ pub(super) fn redis_only(stage: &Description, reason: &'static str) -> Option<&'
 /// Each ZooKeeper reason for `n/a` and etcd's counterpart.
 pub const ETCD_REASONS: &[(&str, &str)] = &[
     (
+        "ZooKeeper: it evicts nothing; a lock node lives until its session ends",
+        "etcd: it evicts nothing; a lock key lives until its lease ends",
+    ),
+    (
         "ZooKeeper: the release deletes our own node by its path; no GET to race, no expiry while the session lives",
         "etcd: the release deletes our own key if its create revision is ours, in one transaction; no GET to race, no expiry while the lease is kept alive",
     ),

@@ -52,7 +52,7 @@ pub(super) fn not_applicable(stage: &Description) -> Option<&'static str> {
     } else {
         super::ensemble::redis_only(
             stage,
-            "ZooKeeper and etcd evict nothing: a lock lives until its session or lease ends",
+            "ZooKeeper: it evicts nothing; a lock node lives until its session ends",
         )
     }
 }
@@ -73,7 +73,7 @@ pub(super) async fn run(stage: StageEntry, env: ScenarioEnv) -> Result<Recorded>
     config_set(&mut node, "maxmemory-policy", POLICY).await?;
     config_set(&mut node, "maxmemory", &limit.to_string()).await?;
     run.narrate(format!(
-        "{} doubles as a cache: maxmemory {limit} bytes ({} KiB above what it uses), policy {POLICY}: when memory runs out, Redis evicts keys that have a TTL",
+        "the node {} doubles as a cache: maxmemory {limit} bytes ({} KiB above what it uses), policy {POLICY}: when memory runs out, Redis evicts keys that have a TTL",
         run.nodes[0].label(),
         HEADROOM / 1024
     ));

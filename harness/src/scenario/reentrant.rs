@@ -53,7 +53,7 @@ pub(super) async fn run(stage: StageEntry, env: ScenarioEnv) -> Result<Recorded>
 /// Releases `held`; a hold that had already expired is an answer here
 /// (`None`), not a failure of the scenario.
 async fn release_tolerating_loss(
-    client: &crate::Client,
+    client: &crate::client::Client,
     held: &lockcore::Acquired,
 ) -> Result<Option<Release>> {
     Ok(match client.release(held).await? {

@@ -78,6 +78,9 @@ const SETTLE_WITHIN: Duration = Duration::from_secs(30);
 const PROMOTED_WITHIN: Duration = Duration::from_secs(30);
 /// How often the nodes are asked while the harness waits on them.
 const POLL: Duration = Duration::from_millis(20);
+/// How much longer than a client the harness waits for a node's reply
+/// while it sets the cluster up.
+const SETUP_PATIENCE: Duration = Duration::from_secs(2);
 
 /// The cluster: the ways into its nodes, their ids, the slot of the lock's
 /// key, and the watcher of the cluster's view; the nodes themselves are
@@ -456,13 +459,22 @@ impl ClusterTopology {
             // harness and client-A reach it on the clients' network.
             nodes[0].join_clients_network().await?;
         }
-        // One connection to each node for all the asking below.
-        let mut conns = futures_util::future::try_join_all(nodes.iter().map(|n| {
-            let url = n.url();
-            async move { lockcore::connect(&url, "harness").await }
-        }))
-        .await
-        .map_err(|e| setup_failed("connecting to the nodes", e.into()))?;
+        // One connection to each node for all the asking below. The
+        // harness's own setup waits longer for a reply than a client's
+        // 500 ms: with builds beside the matrix a node once took longer to
+        // answer a `CLUSTER` command, and the cell errored before its story
+        // began.
+        let mut conns =
+            futures_util::future::try_join_all(
+                nodes.iter().map(|n| {
+                    let url = n.url();
+                    async move {
+                        lockcore::connect_blocking(&url, "harness", None, SETUP_PATIENCE).await
+                    }
+                }),
+            )
+            .await
+            .map_err(|e| setup_failed("connecting to the nodes", e.into()))?;
         let mut ids = Vec::new();
         for (conn, (addr, _)) in conns.iter_mut().zip(&ways) {
             if on_docker {

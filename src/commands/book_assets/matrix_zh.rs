@@ -32,7 +32,7 @@ const LEGEND: [(&str, &str); 11] = [
 ];
 
 /// The Chinese of every reason a scenario gives for not applying.
-const REASONS: [(&str, &str); 39] = [
+const REASONS: [(&str, &str); 43] = [
     (
         "no lock command to crash after",
         "没有加锁命令，也就谈不上在它之后崩溃",
@@ -53,6 +53,16 @@ const REASONS: [(&str, &str); 39] = [
         "没有加锁命令，也就没有会迟到的回复",
     ),
     ("no lock to leave behind", "没有锁会被留下"),
+    ("no lock to release early", "没有锁，也就谈不上提前解锁"),
+    ("no lock key to evict", "没有锁 key 可被淘汰"),
+    (
+        "ZooKeeper: it evicts nothing; a lock node lives until its session ends",
+        "ZooKeeper：它不淘汰任何东西，锁节点一直活到会话结束",
+    ),
+    (
+        "etcd: it evicts nothing; a lock key lives until its lease ends",
+        "etcd：它不淘汰任何东西，锁 key 一直活到租约结束",
+    ),
     (
         "Redlock uses independent masters, no replicas",
         "Redlock 用的是互相独立的 master，没有 replica",
