@@ -1,0 +1,93 @@
+"""python-redis-lock 4.0.1 (`redis_lock.Lock`) as a lockstages holder.
+
+    python_redis_lock.py                  its quick start: `Lock(conn, name, expire=...)`
+    python_redis_lock.py --auto-renewal   the same with `auto_renewal=True` (its watchdog)
+
+Configured as its README shows: a `StrictRedis` connection, `expire` for the
+TTL, `acquire(blocking=True, timeout=...)` to wait. It waits on a list, not
+by polling: a release pushes to `lock-signal:<name>` and a waiter's `BLPOP`
+wakes at once.
+
+Whole seconds only. The library turns `expire` and `timeout` into `int`, so
+a TTL of 0.3 s would become 0, which it reads as *no expiry at all*; this
+adapter therefore runs at its smallest TTL, 1 s, and rounds any TTL up to a
+whole second (said on stderr when it does). A wait is rounded up too, and a
+wait longer than `expire` (which the library refuses without auto-renewal,
+`TimeoutTooLarge`) is waited out in turns of at most `expire` seconds, as a
+caller of the library would have to.
+
+The key is the library's `lock:<name>`: the spec's key must start `lock:`.
+"""
+
+import math
+import sys
+import time
+
+import redis_lock
+
+import lockstages_holder as holder
+
+# The smallest TTL the library can keep (see the module docs).
+SMALLEST_EXPIRE = 1
+
+
+def whole_seconds(seconds: float) -> int:
+    """Rounded up, so that the library never holds or waits less than asked."""
+    return max(SMALLEST_EXPIRE, math.ceil(seconds - 1e-9))
+
+
+def make(spec: holder.Spec, auto_renewal: bool) -> holder.Library:
+    if len(spec.lock_urls) != 1:
+        raise holder.HolderError(
+            f"python-redis-lock takes one server; the spec names {len(spec.lock_urls)}"
+        )
+    if not spec.key.startswith("lock:"):
+        raise holder.HolderError(
+            f"python-redis-lock keeps its lock at lock:<name>; the spec's key `{spec.key}` "
+            "does not start with lock:"
+        )
+    name = spec.key[len("lock:"):]
+    client = holder.redis_client(spec.lock_urls[0], spec.name)
+    expire = whole_seconds(spec.ttl)
+    if expire != spec.ttl:
+        print(
+            f"python-redis-lock: TTL {spec.ttl:g}s runs as expire={expire}s (whole seconds only)",
+            file=sys.stderr,
+        )
+
+    def acquire(wait):
+        # A new Lock per critical section, as `with redis_lock.Lock(...)`.
+        lock = redis_lock.Lock(client, name, expire=expire, auto_renewal=auto_renewal)
+        if wait == 0:
+            got = lock.acquire(blocking=False)
+        else:
+            got = False
+            deadline = time.monotonic() + whole_seconds(wait)
+            while not got:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    break
+                turn = whole_seconds(left)
+                if not auto_renewal:
+                    turn = min(turn, expire)
+                got = lock.acquire(blocking=True, timeout=turn)
+        return holder.Held(value=lock.id, lock=lock) if got else None
+
+    def release(held):
+        try:
+            held.lock.release()
+        except redis_lock.NotAcquired:
+            # Its unlock script found another id, or none.
+            return "not-owner"
+        return "released deleted"
+
+    return holder.Library(acquire=acquire, release=release)
+
+
+if __name__ == "__main__":
+    renewing = sys.argv[1:] == ["--auto-renewal"]
+    if sys.argv[1:] not in ([], ["--auto-renewal"]):
+        print(f"usage: {sys.argv[0]} [--auto-renewal]; not {' '.join(sys.argv[1:])}", file=sys.stderr)
+        sys.exit(2)
+    label = "python-redis-lock" + (" (auto_renewal)" if renewing else "")
+    sys.exit(holder.serve(label, lambda spec: make(spec, renewing)))
