@@ -12,9 +12,10 @@ Whole seconds only. The library turns `expire` and `timeout` into `int`, so
 a TTL of 0.3 s would become 0, which it reads as *no expiry at all*; this
 adapter therefore runs at its smallest TTL, 1 s, and rounds any TTL up to a
 whole second (said on stderr when it does). A wait is rounded up too, and a
-wait longer than `expire` (which the library refuses without auto-renewal,
-`TimeoutTooLarge`) is waited out in turns of at most `expire` seconds, as a
-caller of the library would have to.
+wait longer than `expire` is waited out in turns of at most `expire`
+seconds, as a caller of the library would have to: without auto-renewal the
+library refuses a longer timeout (`TimeoutTooLarge`), and its `BLPOP` of
+more than 5 s fails with redis-py 8's default socket timeout (NOTES.md).
 
 The key is the library's `lock:<name>`: the spec's key must start `lock:`.
 """
@@ -67,9 +68,10 @@ def make(spec: holder.Spec, auto_renewal: bool) -> holder.Library:
                 left = deadline - time.monotonic()
                 if left <= 0:
                     break
-                turn = whole_seconds(left)
-                if not auto_renewal:
-                    turn = min(turn, expire)
+                # At most `expire`: the library refuses a longer timeout
+                # without auto-renewal, and a BLPOP longer than redis-py 8's
+                # default socket timeout (5 s) fails with TimeoutError.
+                turn = min(whole_seconds(left), expire)
                 got = lock.acquire(blocking=True, timeout=turn)
         return holder.Held(value=lock.id, lock=lock) if got else None
 

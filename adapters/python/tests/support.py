@@ -1,0 +1,160 @@
+"""What the adapter tests share: real servers on free ports, and an adapter
+run as the harness runs it, a process of its own driven over its stdin.
+
+Every server and every adapter is stopped by a cleanup the test registers
+as it starts them, so nothing outlives a test, a failed one included.
+Waits are for events (a reply, a key's state) with generous deadlines,
+never fixed sleeps that a loaded machine could outrun.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import unittest
+
+import redis
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ADAPTERS = os.path.dirname(HERE)
+# An answer that takes longer is an adapter that hangs: the Rust parent
+# gives up after 20 s too.
+ANSWER_WITHIN = 20.0
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def until(condition, within: float, what: str):
+    """Polls `condition` until it is true; fails the test after `within` s."""
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(0.01)
+    raise AssertionError(f"not within {within}s: {what}")
+
+
+class RedisServer:
+    """A real redis-server on a free loopback port, in a temp dir."""
+
+    def __init__(self, test: unittest.TestCase):
+        if shutil.which("redis-server") is None:
+            test.skipTest("redis-server is not installed (apt-get install redis-server)")
+        self.dir = tempfile.mkdtemp(prefix="lockstages-py-redis-")
+        test.addCleanup(shutil.rmtree, self.dir, True)
+        self.port = free_port()
+        self.process = subprocess.Popen(
+            ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1",
+             "--save", "", "--appendonly", "no", "--dir", self.dir,
+             # Keyspace events, so that a test can wait for an expiry or a
+             # renewal instead of sleeping past it.
+             "--notify-keyspace-events", "KEA"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )
+        test.addCleanup(self.stop)
+        self.url = f"redis://127.0.0.1:{self.port}"
+        self.client = redis.Redis(host="127.0.0.1", port=self.port, decode_responses=True)
+        until(self._answers, 10, f"redis-server on port {self.port} to answer")
+
+    def _answers(self):
+        try:
+            return self.client.ping()
+        except redis.ConnectionError:
+            return False
+
+    def stop(self):
+        self.process.kill()
+        self.process.wait()
+
+    def client_names(self) -> set:
+        return {c["name"] for c in self.client.client_list()}
+
+
+def spec(name, lock_urls, db_url, ttl_ms=300, fencing="reads-and-writes", request_ids=False,
+         key="lock:stock") -> dict:
+    """A HolderSpec as harness/src/holder.rs writes it (serde's durations)."""
+
+    def duration(ms):
+        return {"secs": ms // 1000, "nanos": (ms % 1000) * 1_000_000}
+
+    return {
+        "stage": "",
+        "name": name,
+        "lock_urls": lock_urls,
+        "db_url": db_url,
+        "key": key,
+        "ttl": duration(ttl_ms),
+        "retry_interval": duration(100),
+        "watchdog_timeout": duration(ttl_ms),
+        "drift_factor": 0.01,
+        "fencing": fencing,
+        "request_ids": request_ids,
+    }
+
+
+class Adapter:
+    """One adapter process, as the harness starts it: the spec in
+    LOCKSTAGES_HOLDER, requests on stdin, `@holder` answers on stdout."""
+
+    def __init__(self, test: unittest.TestCase, script: str, the_spec, args=()):
+        env = dict(os.environ)
+        env["LOCKSTAGES_HOLDER"] = the_spec if isinstance(the_spec, str) else json.dumps(the_spec)
+        self.process = subprocess.Popen(
+            [sys.executable, os.path.join(ADAPTERS, script), *args],
+            env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1,
+        )
+        test.addCleanup(self.stop)
+        self.answers: queue.Queue = queue.Queue()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self):
+        for line in self.process.stdout:
+            self.answers.put(line.rstrip("\n"))
+        self.answers.put(None)
+
+    def send(self, request: str):
+        self.process.stdin.write(request + "\n")
+        self.process.stdin.flush()
+
+    def answer(self, within: float = ANSWER_WITHIN) -> str:
+        """The next answer, without its `@holder ` prefix."""
+        try:
+            line = self.answers.get(timeout=within)
+        except queue.Empty:
+            raise AssertionError(f"no answer within {within}s") from None
+        if line is None:
+            raise AssertionError(f"the adapter exited (status {self.process.wait()})")
+        if not line.startswith("@holder "):
+            raise AssertionError(f"an answer without the @holder prefix: {line!r}")
+        return line[len("@holder "):]
+
+    def ask(self, request: str) -> str:
+        self.send(request)
+        return self.answer()
+
+    def freeze(self):
+        os.kill(self.process.pid, signal.SIGSTOP)
+
+    def thaw(self):
+        os.kill(self.process.pid, signal.SIGCONT)
+
+    def stop(self):
+        if self.process.poll() is None:
+            self.process.kill()  # SIGKILL reaches a frozen process too
+        self.process.wait()
+        self.process.stdin.close()
+        self.process.stdout.close()
