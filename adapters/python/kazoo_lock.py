@@ -22,7 +22,7 @@ import sys
 import threading
 
 from kazoo.client import KazooClient, KazooState
-from kazoo.exceptions import LockTimeout
+from kazoo.exceptions import LockTimeout, SessionExpiredError
 
 import lockstages_holder as holder
 
@@ -62,10 +62,18 @@ def make(spec: holder.Spec) -> holder.Library:
 
     def release(held):
         lock, _ = held.lock
-        # kazoo's release ignores a node already gone (its session expired):
-        # asking first tells that apart from a release that deleted it.
-        there = zk.exists(held.value) is not None
-        lock.release()
+        try:
+            # kazoo's release ignores a node already gone (its session
+            # expired): asking first tells that apart from a release that
+            # deleted it.
+            there = zk.exists(held.value) is not None
+            lock.release()
+        except SessionExpiredError:
+            # The session our node belonged to is over, and the ensemble
+            # deleted the node with it. kazoo raises this to its caller
+            # (until its new session is up); for the record, nothing of
+            # ours was left to delete.
+            return "released nothing"
         return "released deleted" if there else "released nothing"
 
     def lost_within(held, within):

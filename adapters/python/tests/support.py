@@ -31,6 +31,16 @@ ADAPTERS = os.path.dirname(HERE)
 ANSWER_WITHIN = 20.0
 
 
+def _die_with_parent():
+    """Runs in each child before it starts: the kernel kills it when this
+    test process dies, however it dies (a Ctrl-C that skips the cleanups,
+    a `kill -9`), so no server or adapter outlives the tests."""
+    import ctypes
+
+    PR_SET_PDEATHSIG = 1
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -63,7 +73,7 @@ class RedisServer:
              # Keyspace events, so that a test can wait for an expiry or a
              # renewal instead of sleeping past it.
              "--notify-keyspace-events", "KEA"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, preexec_fn=_die_with_parent,
         )
         test.addCleanup(self.stop)
         self.url = f"redis://127.0.0.1:{self.port}"
@@ -116,6 +126,7 @@ class Adapter:
         self.process = subprocess.Popen(
             [sys.executable, os.path.join(ADAPTERS, script), *args],
             env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1,
+            preexec_fn=_die_with_parent,
         )
         test.addCleanup(self.stop)
         self.answers: queue.Queue = queue.Queue()
@@ -158,3 +169,54 @@ class Adapter:
         self.process.wait()
         self.process.stdin.close()
         self.process.stdout.close()
+
+
+# Debian's ZooKeeper, as stage 9 runs it (harness/src/server/zookeeper.rs).
+ZOOKEEPER_JAR = "/usr/share/java/zookeeper.jar"
+SLF4J_SIMPLE = "/usr/share/java/slf4j-simple.jar"
+
+
+class ZooKeeperServer:
+    """One standalone ZooKeeper server (stage 9's jar and `java`, its tick of
+    100 ms) on a free loopback port. A test of the adapter needs one member:
+    the ensemble's own faults are the matrix's to show."""
+
+    def __init__(self, test: unittest.TestCase):
+        if shutil.which("java") is None or not os.path.exists(ZOOKEEPER_JAR):
+            test.skipTest(f"no java or no {ZOOKEEPER_JAR} (apt-get install zookeeper)")
+        self.dir = tempfile.mkdtemp(prefix="lockstages-py-zk-")
+        test.addCleanup(shutil.rmtree, self.dir, True)
+        self.port = free_port()
+        config = os.path.join(self.dir, "zoo.cfg")
+        with open(config, "w") as f:
+            f.write(
+                f"tickTime=100\ndataDir={self.dir}/data\nclientPort={self.port}\n"
+                "clientPortAddress=127.0.0.1\nadmin.enableServer=false\n"
+                "maxSessionTimeout=60000\n4lw.commands.whitelist=srvr,ruok\n"
+            )
+        classpath = ZOOKEEPER_JAR
+        if os.path.exists(SLF4J_SIMPLE):
+            classpath += ":" + SLF4J_SIMPLE
+        self.log = open(os.path.join(self.dir, "zookeeper.log"), "w")
+        self.process = subprocess.Popen(
+            ["java", "-Xmx128m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+             "-Djava.net.preferIPv4Stack=true", "-cp", classpath,
+             "org.apache.zookeeper.server.quorum.QuorumPeerMain", config],
+            stdout=self.log, stderr=subprocess.STDOUT, preexec_fn=_die_with_parent,
+        )
+        test.addCleanup(self.stop)
+        self.url = f"zk://127.0.0.1:{self.port}"
+        until(self._serves, 90, f"ZooKeeper on port {self.port} to serve (log: {self.log.name})")
+
+    def _serves(self):
+        try:
+            with socket.create_connection(("127.0.0.1", self.port), timeout=1) as s:
+                s.sendall(b"srvr")
+                return b"Mode: standalone" in s.recv(4096)
+        except OSError:
+            return False
+
+    def stop(self):
+        self.process.kill()
+        self.process.wait()
+        self.log.close()
