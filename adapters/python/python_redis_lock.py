@@ -2,6 +2,8 @@
 
     python_redis_lock.py                  its quick start: `Lock(conn, name, expire=...)`
     python_redis_lock.py --auto-renewal   the same with `auto_renewal=True` (its watchdog)
+    python_redis_lock.py --no-expire      no `expire`, the library's default: the key
+                                          never expires
 
 Configured as its README shows: a `StrictRedis` connection, `expire` for the
 TTL, `acquire(blocking=True, timeout=...)` to wait. It waits on a list, not
@@ -37,7 +39,9 @@ def whole_seconds(seconds: float) -> int:
     return max(SMALLEST_EXPIRE, math.ceil(seconds - 1e-9))
 
 
-def make(spec: holder.Spec, auto_renewal: bool) -> holder.Library:
+def make(spec: holder.Spec, mode: str) -> holder.Library:
+    """`mode`: "" (expire), "--auto-renewal" or "--no-expire"."""
+    auto_renewal = mode == "--auto-renewal"
     if len(spec.lock_urls) != 1:
         raise holder.HolderError(
             f"python-redis-lock takes one server; the spec names {len(spec.lock_urls)}"
@@ -49,8 +53,8 @@ def make(spec: holder.Spec, auto_renewal: bool) -> holder.Library:
         )
     name = spec.key[len("lock:"):]
     client = holder.redis_client(spec.lock_urls[0], spec.name)
-    expire = whole_seconds(spec.ttl)
-    if expire != spec.ttl:
+    expire = None if mode == "--no-expire" else whole_seconds(spec.ttl)
+    if expire is not None and expire != spec.ttl:
         print(
             f"python-redis-lock: TTL {spec.ttl:g}s runs as expire={expire}s (whole seconds only)",
             file=sys.stderr,
@@ -71,7 +75,7 @@ def make(spec: holder.Spec, auto_renewal: bool) -> holder.Library:
                 # At most `expire`: the library refuses a longer timeout
                 # without auto-renewal, and a BLPOP longer than redis-py 8's
                 # default socket timeout (5 s) fails with TimeoutError.
-                turn = min(whole_seconds(left), expire)
+                turn = min(whole_seconds(left), expire or SMALLEST_EXPIRE)
                 got = lock.acquire(blocking=True, timeout=turn)
         return holder.Held(value=lock.id, lock=lock) if got else None
 
@@ -86,10 +90,11 @@ def make(spec: holder.Spec, auto_renewal: bool) -> holder.Library:
     return holder.Library(acquire=acquire, release=release)
 
 
+MODES = {"": "", "--auto-renewal": " (auto_renewal)", "--no-expire": " (no expire)"}
+
 if __name__ == "__main__":
-    renewing = sys.argv[1:] == ["--auto-renewal"]
-    if sys.argv[1:] not in ([], ["--auto-renewal"]):
-        print(f"usage: {sys.argv[0]} [--auto-renewal]; not {' '.join(sys.argv[1:])}", file=sys.stderr)
+    mode = " ".join(sys.argv[1:])
+    if mode not in MODES:
+        print(f"usage: {sys.argv[0]} [--auto-renewal | --no-expire]; not {mode}", file=sys.stderr)
         sys.exit(2)
-    label = "python-redis-lock" + (" (auto_renewal)" if renewing else "")
-    sys.exit(holder.serve(label, lambda spec: make(spec, renewing)))
+    sys.exit(holder.serve("python-redis-lock" + MODES[mode], lambda spec: make(spec, mode)))

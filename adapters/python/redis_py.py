@@ -6,7 +6,12 @@ Configured as redis-py's documentation shows it, `r.lock(name, timeout=...)`:
 `blocking_timeout`, polling every `sleep` (its default, 0.1 s). Celery and
 Django's Redis cache lock this way.
 
-Its lock is a single server's: the spec's first lock URL.
+    redis_py.py                 `timeout` = the spec's TTL
+    redis_py.py --no-timeout    no `timeout`, the documentation's own example
+                                (`r.lock("my-lock-key", blocking_timeout=5)`):
+                                the key never expires
+
+Its lock is a single server's: the spec's one lock URL.
 """
 
 import sys
@@ -16,7 +21,7 @@ from redis.exceptions import LockError
 import lockstages_holder as holder
 
 
-def make(spec: holder.Spec) -> holder.Library:
+def make(spec: holder.Spec, timeout: bool) -> holder.Library:
     if len(spec.lock_urls) != 1:
         raise holder.HolderError(
             f"redis-py's Lock takes one server; the spec names {len(spec.lock_urls)}"
@@ -25,7 +30,7 @@ def make(spec: holder.Spec) -> holder.Library:
 
     def acquire(wait):
         # A new Lock per critical section, as `with r.lock(...)` makes one.
-        lock = client.lock(spec.key, timeout=spec.ttl)
+        lock = client.lock(spec.key, timeout=spec.ttl if timeout else None)
         if not lock.acquire(blocking_timeout=wait):
             return None
         # The token redis-py stored (its `local.token`, read, never set):
@@ -44,4 +49,9 @@ def make(spec: holder.Spec) -> holder.Library:
 
 
 if __name__ == "__main__":
-    sys.exit(holder.serve("redis-py", make))
+    if sys.argv[1:] not in ([], ["--no-timeout"]):
+        print(f"usage: {sys.argv[0]} [--no-timeout]; not {' '.join(sys.argv[1:])}", file=sys.stderr)
+        sys.exit(2)
+    with_timeout = sys.argv[1:] == []
+    label = "redis-py" + ("" if with_timeout else " (no timeout)")
+    sys.exit(holder.serve(label, lambda spec: make(spec, with_timeout)))

@@ -99,8 +99,9 @@ class RedisLibrary:
     def test_a_stall_before_release_holds_the_release_back(self):
         a = self.holder("client-A", ttl_ms=5000)
         value = self.held_everywhere(self.acquired(a.ask("acquire 2000")))
-        self.assertEqual(a.ask("stall before-release 600"), "stalling")
+        # The stall's time runs from its request, as in the Rust holder.
         asked = time.monotonic()
+        self.assertEqual(a.ask("stall before-release 600"), "stalling")
         a.send("release")
         # Still held while the release waits at its point.
         self.assertEqual(self.values(), [value] * self.masters)
@@ -110,8 +111,8 @@ class RedisLibrary:
 
     def test_a_stall_after_acquire_holds_the_answer_back_with_the_lock_taken(self):
         a = self.holder("client-A", ttl_ms=5000)
-        self.assertEqual(a.ask("stall after-acquire 600"), "stalling")
         asked = time.monotonic()
+        self.assertEqual(a.ask("stall after-acquire 600"), "stalling")
         a.send("acquire 2000")
         until(lambda: None not in self.values(), 5, "the lock to be taken")
         self.assertTrue(a.answers.empty(), "answered before its stall was over")
@@ -131,6 +132,36 @@ class ExpiringLibrary(RedisLibrary):
         value_b = self.held_everywhere(self.acquired(b.ask("acquire 2000")))
         self.assertEqual(a.ask("release"), "not-owner")
         self.assertEqual(self.values(), [value_b] * self.masters)
+
+
+class NeverExpiring:
+    """The libraries' own default, no TTL at all: a holder that dies keeps
+    the lock for ever (the killed-holder story's DEADLOCK)."""
+
+    script = ""
+    args: tuple = ()
+
+    def test_a_killed_holders_lock_stays_for_ever(self):
+        db, lock = RedisServer(self), RedisServer(self)
+        holder = lambda name: Adapter(  # noqa: E731
+            self, self.script, spec(name, [lock.url], db.url), self.args)
+        a = holder("client-A")
+        self.assertTrue(a.ask("acquire 1000").startswith("acquired "))
+        self.assertEqual(lock.client.pttl("lock:stock"), -1, "the key has no TTL")
+        a.stop()  # kill -9
+        b = holder("client-B")
+        self.assertEqual(b.ask("acquire 2000"), "not-acquired")
+        self.assertEqual(lock.client.pttl("lock:stock"), -1)
+
+
+class RedisPyNoTimeoutTest(NeverExpiring, unittest.TestCase):
+    script = "redis_py.py"
+    args = ("--no-timeout",)
+
+
+class PythonRedisLockNoExpireTest(NeverExpiring, unittest.TestCase):
+    script = "python_redis_lock.py"
+    args = ("--no-expire",)
 
 
 class RedisPyTest(ExpiringLibrary, unittest.TestCase):
