@@ -45,6 +45,7 @@ client's connections, its `MONITOR` timeline says who sent what.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import sys
 import time
@@ -310,14 +311,18 @@ class Stock:
                 return "duplicate"
             if token is not None:
                 return f"rejected {token}"
-            raise HolderError(f"the idempotent sale answered {answer} to a purchase without a token")
+            raise HolderError(
+                f"the idempotent sale answered {answer} to a purchase without a token"
+            )
         if token is None:
             pipe = self.db.pipeline(transaction=False)
             pipe.set(self.stock, read - 1)
             pipe.rpush(self.orders, entry)
             pipe.execute()
             return f"sold {read}"
-        accepted = self.db.eval(FENCED_SALE, 3, self.stock, self.orders, self.fence, read - 1, entry, token)
+        accepted = self.db.eval(
+            FENCED_SALE, 3, self.stock, self.orders, self.fence, read - 1, entry, token
+        )
         return f"sold {read}" if int(accepted) == 1 else f"rejected {token}"
 
 
@@ -455,6 +460,13 @@ def serve(label: str, make_library: Callable[[Spec], Library]) -> int:
         return 2
     try:
         spec = Spec.from_json(text)
+        # A library's own warnings (kazoo's "Connection dropped", pottery's
+        # errors from a master) stay on stderr, which the harness shows,
+        # marked with whose they are.
+        logging.basicConfig(
+            level=logging.WARNING,
+            format=f"{spec.name} ({label}) %(name)s %(levelname)s: %(message)s",
+        )
         holder = Holder(make_library(spec), Stock(spec))
     except Exception as e:  # noqa: BLE001 - every failure becomes an answer
         # Answered before any request: the parent reads it as the answer to

@@ -13,11 +13,13 @@ wakes at once.
 Whole seconds only. The library turns `expire` and `timeout` into `int`, so
 a TTL of 0.3 s would become 0, which it reads as *no expiry at all*; this
 adapter therefore runs at its smallest TTL, 1 s, and rounds any TTL up to a
-whole second (said on stderr when it does). A wait is rounded up too, and a
-wait longer than `expire` is waited out in turns of at most `expire`
-seconds, as a caller of the library would have to: without auto-renewal the
-library refuses a longer timeout (`TimeoutTooLarge`), and its `BLPOP` of
-more than 5 s fails with redis-py 8's default socket timeout (NOTES.md).
+whole second; the harness is to scale the story's other times to it.
+
+A wait is rounded up too (a fraction of a second would never end: see
+NOTES.md), and a wait longer than `expire` is waited out in turns of at
+most `expire` seconds, as a caller of the library would have to: without
+auto-renewal the library refuses a longer timeout (`TimeoutTooLarge`), and
+its `BLPOP` of more than 5 s fails with redis-py 8's default socket timeout.
 
 The key is the library's `lock:<name>`: the spec's key must start `lock:`.
 """
@@ -54,11 +56,6 @@ def make(spec: holder.Spec, mode: str) -> holder.Library:
     name = spec.key[len("lock:"):]
     client = holder.redis_client(spec.lock_urls[0], spec.name)
     expire = None if mode == "--no-expire" else whole_seconds(spec.ttl)
-    if expire is not None and expire != spec.ttl:
-        print(
-            f"python-redis-lock: TTL {spec.ttl:g}s runs as expire={expire}s (whole seconds only)",
-            file=sys.stderr,
-        )
 
     def acquire(wait):
         # A new Lock per critical section, as `with redis_lock.Lock(...)`.

@@ -84,14 +84,20 @@ class RequestErrors(unittest.TestCase):
 
     def test_each_bad_request_is_an_error_and_the_holder_goes_on(self):
         a = self.holder
-        self.assertEqual(a.ask("sell 3"), "error redis-py: `sell 3` needs the lock to be held first")
-        self.assertEqual(a.ask("release"), "error redis-py: `release` needs the lock to be held first")
-        self.assertEqual(a.ask("acquire soon"), "error redis-py: `soon` is not a number in `acquire soon`")
-        self.assertEqual(a.ask("acquire -5"), "error redis-py: `-5` is a negative time in `acquire -5`")
-        self.assertEqual(a.ask("dance"), "error redis-py: unknown request `dance`")
-        self.assertEqual(a.ask("stall nowhere 10"), "error redis-py: unknown fault point `nowhere`")
-        answer = a.ask("stall between-get-and-del 10")
-        self.assertIn("cannot be stopped at `between-get-and-del`", answer)
+
+        def error(request):
+            answer = a.ask(request)
+            self.assertTrue(answer.startswith("error redis-py: "), answer)
+            return answer[len("error redis-py: "):]
+
+        self.assertEqual(error("sell 3"), "`sell 3` needs the lock to be held first")
+        self.assertEqual(error("release"), "`release` needs the lock to be held first")
+        self.assertEqual(error("acquire soon"), "`soon` is not a number in `acquire soon`")
+        self.assertEqual(error("acquire -5"), "`-5` is a negative time in `acquire -5`")
+        self.assertEqual(error("dance"), "unknown request `dance`")
+        self.assertEqual(error("stall nowhere 10"), "unknown fault point `nowhere`")
+        self.assertIn("cannot be stopped at `between-get-and-del`",
+                      error("stall between-get-and-del 10"))
         # Still serving, and nothing was written by the refused requests.
         self.assertTrue(a.ask("acquire 1000").startswith("acquired "))
         self.assertEqual(a.ask("read"), "stock 3")
@@ -102,7 +108,9 @@ class RequestErrors(unittest.TestCase):
         self.assertTrue(a.ask("acquire 1000").startswith("acquired "))
         self.server.stop()
         answer = a.ask("read")
-        self.assertTrue(answer.startswith("error redis-py: redis.exceptions.ConnectionError"), answer)
+        self.assertTrue(
+            answer.startswith("error redis-py: redis.exceptions.ConnectionError"), answer
+        )
         self.assertNotIn("\n", answer)
 
 
