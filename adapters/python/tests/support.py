@@ -31,7 +31,7 @@ ADAPTERS = os.path.dirname(HERE)
 ANSWER_WITHIN = 20.0
 
 
-def _die_with_parent():
+def die_with_parent():
     """Runs in each child before it starts: the kernel kills it when this
     test process dies, however it dies (a Ctrl-C that skips the cleanups,
     a `kill -9`), so no server or adapter outlives the tests."""
@@ -73,7 +73,7 @@ class RedisServer:
              # Keyspace events, so that a test can wait for an expiry or a
              # renewal instead of sleeping past it.
              "--notify-keyspace-events", "KEA"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, preexec_fn=_die_with_parent,
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, preexec_fn=die_with_parent,
         )
         test.addCleanup(self.stop)
         self.url = f"redis://127.0.0.1:{self.port}"
@@ -126,7 +126,7 @@ class Adapter:
         self.process = subprocess.Popen(
             [sys.executable, os.path.join(ADAPTERS, script), *args],
             env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1,
-            preexec_fn=_die_with_parent,
+            preexec_fn=die_with_parent,
         )
         test.addCleanup(self.stop)
         self.answers: queue.Queue = queue.Queue()
@@ -202,7 +202,7 @@ class ZooKeeperServer:
             ["java", "-Xmx128m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
              "-Djava.net.preferIPv4Stack=true", "-cp", classpath,
              "org.apache.zookeeper.server.quorum.QuorumPeerMain", config],
-            stdout=self.log, stderr=subprocess.STDOUT, preexec_fn=_die_with_parent,
+            stdout=self.log, stderr=subprocess.STDOUT, preexec_fn=die_with_parent,
         )
         test.addCleanup(self.stop)
         self.url = f"zk://127.0.0.1:{self.port}"
