@@ -120,13 +120,15 @@ class Adapter:
     """One adapter process, as the harness starts it: the spec in
     LOCKSTAGES_HOLDER, requests on stdin, `@holder` answers on stdout."""
 
-    def __init__(self, test: unittest.TestCase, script: str, the_spec, args=()):
+    def __init__(self, test: unittest.TestCase, script: str, the_spec, args=(), stderr=None):
+        """`stderr`: a file for what the adapter and its library print there
+        (inherited when None)."""
         env = dict(os.environ)
         env["LOCKSTAGES_HOLDER"] = the_spec if isinstance(the_spec, str) else json.dumps(the_spec)
         self.process = subprocess.Popen(
             [sys.executable, os.path.join(ADAPTERS, script), *args],
-            env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1,
-            preexec_fn=die_with_parent,
+            env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr, text=True,
+            bufsize=1, preexec_fn=die_with_parent,
         )
         test.addCleanup(self.stop)
         self.answers: queue.Queue = queue.Queue()
@@ -220,3 +222,37 @@ class ZooKeeperServer:
         self.process.kill()
         self.process.wait()
         self.log.close()
+
+
+class KeyEvents:
+    """The keyspace events of one key on one server (`set`, `expire`,
+    `expired`, `del`…), each with the monotonic time it came: what a test
+    waits on instead of sleeping, and the server's own record of who did
+    what to the lock."""
+
+    def __init__(self, test: unittest.TestCase, server: RedisServer, key: str):
+        self.events: list = []
+        channel = f"__keyspace@0__:{key}"
+        self.pubsub = server.client.pubsub()
+        self.pubsub.subscribe(channel)
+        self.stop = threading.Event()
+        thread = threading.Thread(target=self._collect, daemon=True)
+        thread.start()
+
+        def close():
+            self.stop.set()
+            thread.join()
+            self.pubsub.close()
+
+        test.addCleanup(close)
+        until(lambda: server.client.pubsub_numsub(channel)[0][1] == 1, 5,
+              f"a subscription to {key}")
+
+    def _collect(self):
+        while not self.stop.is_set():
+            message = self.pubsub.get_message(timeout=0.05)
+            if message and message["type"] == "message":
+                self.events.append((message["data"], time.monotonic()))
+
+    def times(self, event: str) -> list:
+        return [t for word, t in self.events if word == event]

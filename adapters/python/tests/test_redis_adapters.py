@@ -6,11 +6,11 @@ The stock lives on a server of its own, as in the matrix, so that what the
 servers record about the lock is only the library's doing.
 """
 
-import threading
+import tempfile
 import time
 import unittest
 
-from support import Adapter, RedisServer, spec, until
+from support import Adapter, KeyEvents, RedisServer, spec, until
 
 
 class RedisLibrary:
@@ -190,35 +190,45 @@ class PythonRedisLockRenewalTest(RedisLibrary, unittest.TestCase):
 
     def test_its_watchdog_keeps_the_lock_past_its_ttl(self):
         server = self.locks[0]
-        pubsub = server.client.pubsub()
-        pubsub.subscribe(f"__keyspace@0__:{self.lock_key}")
-        self.addCleanup(pubsub.close)
-
-        # Each event as the server sends it: `set` when the lock is taken,
-        # `expire` at each renewal.
-        events = []
-
-        def listen():
-            for message in pubsub.listen():
-                if message["type"] == "message":
-                    events.append((message["data"], time.monotonic()))
-
-        threading.Thread(target=listen, daemon=True).start()
-        until(lambda: server.client.pubsub_numsub(f"__keyspace@0__:{self.lock_key}")[0][1] == 1,
-              5, "the subscription")
+        events = KeyEvents(self, server, self.lock_key)
         a = self.holder("client-A", ttl_ms=1000)
         value = self.acquired(a.ask("acquire 2000"))
 
         # `SET .. NX EX 1` sends an `expire` event too: renewals are the rest.
         def renewals():
-            return [t for word, t in events if word == "expire"][1:]
+            return events.times("expire")[1:]
 
         # A renewal every 2/3 of the TTL: the second comes after the TTL.
         until(lambda: len(renewals()) >= 2, 10, "two renewals (EXPIRE) of the lock")
-        taken = next(t for word, t in events if word == "set")
+        taken = events.times("set")[0]
         self.assertGreater(renewals()[1] - taken, 1.0)
         self.assertEqual(server.client.get(self.lock_key), value)
         self.assertEqual(a.ask("release"), "released deleted")
+
+    def test_after_a_pause_its_watchdog_dies_and_nobody_is_told(self):
+        # The gc-pause story again, looking at the watchdog: thawed, its
+        # thread renews, finds client-B's lock, raises and ends. The holder
+        # is not told: it sells, and has no lost-lock signal to ask.
+        stderr = tempfile.TemporaryFile(mode="w+")
+        self.addCleanup(stderr.close)
+        the_spec = spec("client-A", [self.locks[0].url], self.db.url, ttl_ms=1000)
+        a = Adapter(self, self.script, the_spec, self.args, stderr=stderr)
+        b = self.holder("client-B")
+        self.acquired(a.ask("acquire 2000"))
+        self.assertEqual(a.ask("read"), "stock 10")
+        a.freeze()
+        self.acquired(b.ask("acquire 10000"))
+        a.thaw()
+        # Its first renewal after the thaw comes within 2/3 of a second.
+        until(lambda: "_lock_renewer" in self.read(stderr), 10, "the watchdog's end")
+        self.assertIn("redis_lock.NotAcquired", self.read(stderr))
+        self.assertEqual(a.ask("sell 10"), "sold 10")
+        self.assertEqual(a.ask("wait-lost 1000"), "lost no")
+
+    @staticmethod
+    def read(file):
+        file.seek(0)
+        return file.read()
 
 
 class PotteryRedlockTest(ExpiringLibrary, unittest.TestCase):
