@@ -47,6 +47,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import signal
 import sys
 import time
 from dataclasses import dataclass, field
@@ -454,6 +455,9 @@ def describe(error: BaseException) -> str:
 def serve(label: str, make_library: Callable[[Spec], Library]) -> int:
     """Serves the protocol on stdin/stdout with the library `make_library`
     wraps; returns the exit status. `label` names the adapter in errors."""
+    # Ctrl-C reaches the whole process group, the holders too: a holder
+    # ends at once and quietly, as the Rust one does, not with a traceback.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
     text = os.environ.get(ENV_SPEC)
     if text is None:
         print(f"{label}: not started as a holder process ({ENV_SPEC} is not set)", file=sys.stderr)
