@@ -1,12 +1,13 @@
 """python-redis-lock 4.0.1 (`redis_lock.Lock`) as a lockstages holder.
 
-    python_redis_lock.py                  its quick start: `Lock(conn, name, expire=...)`
+    python_redis_lock.py                  `Lock(conn, name, expire=<the spec's TTL>)`
     python_redis_lock.py --auto-renewal   the same with `auto_renewal=True` (its watchdog)
-    python_redis_lock.py --no-expire      no `expire`, the library's default: the key
-                                          never expires
+    python_redis_lock.py --no-expire      its README's usage, `Lock(conn, name)`: no
+                                          `expire`, the key never expires
 
-Configured as its README shows: a `StrictRedis` connection, `expire` for the
-TTL, `acquire(blocking=True, timeout=...)` to wait. It waits on a list, not
+Configured as its README shows: a `StrictRedis` connection, a new `Lock` per
+critical section, `acquire(blocking=True, timeout=...)` to wait (or
+`blocking=False` for a single try). It waits on a list, not
 by polling: a release pushes to `lock-signal:<name>` and a waiter's `BLPOP`
 wakes at once.
 

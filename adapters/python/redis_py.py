@@ -7,8 +7,8 @@ Configured as redis-py's documentation shows it, `r.lock(name, timeout=...)`:
 Django's Redis cache lock this way.
 
     redis_py.py                 `timeout` = the spec's TTL
-    redis_py.py --no-timeout    no `timeout`, the documentation's own example
-                                (`r.lock("my-lock-key", blocking_timeout=5)`):
+    redis_py.py --no-timeout    no `timeout`, its default (`timeout=None` in
+                                the reference documentation's signature):
                                 the key never expires
 
 Its lock is a single server's: the spec's one lock URL.
