@@ -3,6 +3,8 @@ token (the node's czxid), and the session as the TTL: a frozen holder's
 session expires, the next client holds, the thawed holder is told its lock
 was lost and its stale write is refused by the fenced resource."""
 
+import os
+import signal
 import unittest
 
 from support import Adapter, RedisServer, ZooKeeperServer, spec
@@ -53,6 +55,17 @@ class KazooTest(unittest.TestCase):
         self.assertEqual(self.db.client.lrange("orders", 0, -1), ["client-B"])
         # Its node went with its session: the release deletes nothing.
         self.assertEqual(a.ask("release"), "released nothing")
+
+    def test_a_holder_cut_off_from_every_server_is_not_told_it_lost_the_lock(self):
+        # kazoo does not end its session by its own clock (stage 9's client
+        # does): cut off, it goes SUSPENDED and waits to hear from a server.
+        a = self.holder("client-A")
+        self.acquired(a.ask("acquire 2000"))
+        os.kill(self.zk.process.pid, signal.SIGSTOP)
+        self.addCleanup(os.kill, self.zk.process.pid, signal.SIGCONT)
+        # Three session timeouts without a word from the ensemble.
+        self.assertEqual(a.ask("wait-lost 3000"), "lost no")
+        os.kill(self.zk.process.pid, signal.SIGCONT)
 
     def test_a_killed_holders_lock_comes_back_after_its_session(self):
         a, b = self.holder("client-A"), self.holder("client-B")
