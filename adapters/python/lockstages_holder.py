@@ -36,6 +36,9 @@ its `acquire` has returned (`after-acquire`) and the moment before we call
 its `release` (`before-release`). A stall at any other point is an error
 that says so.
 
+`sell` does on the stock what the Rust holder's sale does
+(`lockstages_stock.py`, harness/src/workload.rs's scripts word for word).
+
 Every Redis connection the holder opens, the library's and the stock's, is
 named with `CLIENT SETNAME <name>` (redis-py's `client_name=`), because the
 harness tells clients apart by that name: its proxies cut or delay one
@@ -54,6 +57,8 @@ from dataclasses import dataclass, field
 from typing import Callable, Optional
 from urllib.parse import urlsplit
 
+from lockstages_stock import Stock
+
 PREFIX = "@holder "
 ENV_SPEC = "LOCKSTAGES_HOLDER"
 # The fault points a library we only call has (see the module docs).
@@ -70,8 +75,6 @@ KNOWN_POINTS = (
     BEFORE_RELEASE,
 )
 FENCING_MODES = ("write-only", "reads-and-writes", "none")
-# lockcore's default key; the stock's keys sit beside the lock's (see `Keys`).
-DEFAULT_LOCK_KEY = "lock:stock"
 SENTINEL_SCHEME = "redis+sentinel://"
 CLUSTER_SCHEME = "redis+cluster://"
 
@@ -210,121 +213,6 @@ def zookeeper_hosts(urls: list) -> str:
     if len(paths) > 1:
         raise HolderError(f"the ZooKeeper URLs name different paths: {', '.join(urls)}")
     return ",".join(members) + paths.pop()
-
-
-# --------------------------------------------------------------------------
-# The stock: the same reads and writes as harness/src/workload.rs
-
-# Each script is workload.rs's, word for word, so that a sale by a Python
-# holder and a sale by a Rust one are the same commands on the database.
-FENCED_READ = """
-local highest = tonumber(redis.call('GET', KEYS[2]) or '-1')
-local token = tonumber(ARGV[1])
-if token > highest then
-  redis.call('SET', KEYS[2], token)
-end
-return tonumber(redis.call('GET', KEYS[1]) or '0')
-"""
-
-FENCED_SALE = """
-local highest = tonumber(redis.call('GET', KEYS[3]) or '-1')
-local token = tonumber(ARGV[3])
-if token < highest then
-  return 0
-end
-redis.call('SET', KEYS[3], token)
-redis.call('SET', KEYS[1], ARGV[1])
-redis.call('RPUSH', KEYS[2], ARGV[2])
-return 1
-"""
-
-IDEMPOTENT_SALE = """
-if redis.call('SADD', KEYS[4], ARGV[4]) == 0 then
-  redis.call('RPUSH', KEYS[5], ARGV[2])
-  return 2
-end
-if ARGV[3] ~= '' then
-  local highest = tonumber(redis.call('GET', KEYS[3]) or '-1')
-  if tonumber(ARGV[3]) < highest then
-    redis.call('SREM', KEYS[4], ARGV[4])
-    return 0
-  end
-  redis.call('SET', KEYS[3], ARGV[3])
-end
-redis.call('SET', KEYS[1], ARGV[1])
-redis.call('RPUSH', KEYS[2], ARGV[2])
-return 1
-"""
-
-
-class Stock:
-    """The database node as one client sees it (workload.rs's `Database`).
-
-    The keys sit beside the lock's: with the lock at `<prefix>lock:stock`,
-    the stock is `<prefix>stock`, the orders `<prefix>orders`, and so on.
-    """
-
-    def __init__(self, spec: Spec):
-        prefix = spec.key[: -len(DEFAULT_LOCK_KEY)] if spec.key.endswith(DEFAULT_LOCK_KEY) else ""
-        self.stock = prefix + "stock"
-        self.orders = prefix + "orders"
-        self.fence = prefix + "stock:fence"
-        self.requests = prefix + "orders:requests"
-        self.duplicates = prefix + "orders:duplicates"
-        self.name = spec.name
-        self.fencing = spec.fencing
-        self.request_ids = spec.request_ids
-        self.purchases = 0
-        self.db = redis_client(spec.db_url, spec.name)
-
-    def read(self, token: Optional[int]) -> int:
-        """`GET stock`; with a token and a resource that fences reads, the
-        read registers the token as the highest seen."""
-        if token is not None and self.fencing == "reads-and-writes":
-            return int(self.db.eval(FENCED_READ, 2, self.stock, self.fence, token))
-        stock = self.db.get(self.stock)
-        return int(stock) if stock is not None else 0
-
-    def sell(self, read: int, token: Optional[int]) -> str:
-        """Writes back `read - 1` and an order; the answer's words."""
-        # A checking resource gets a request id of this client's own with
-        # every purchase (`client-A#1`): a new request, never a retry.
-        request = None
-        if self.request_ids:
-            self.purchases += 1
-            request = f"{self.name}#{self.purchases}"
-        if read <= 0:
-            return "sold-out"
-        if self.fencing == "none":
-            token = None  # an unchecking resource writes as if none were shown
-        entry = f"{self.name} {request}" if request else self.name
-        if request is not None:
-            answer = int(
-                self.db.eval(
-                    IDEMPOTENT_SALE, 5,
-                    self.stock, self.orders, self.fence, self.requests, self.duplicates,
-                    read - 1, entry, "" if token is None else token, request,
-                )
-            )
-            if answer == 1:
-                return f"sold {read}"
-            if answer == 2:
-                return "duplicate"
-            if token is not None:
-                return f"rejected {token}"
-            raise HolderError(
-                f"the idempotent sale answered {answer} to a purchase without a token"
-            )
-        if token is None:
-            pipe = self.db.pipeline(transaction=False)
-            pipe.set(self.stock, read - 1)
-            pipe.rpush(self.orders, entry)
-            pipe.execute()
-            return f"sold {read}"
-        accepted = self.db.eval(
-            FENCED_SALE, 3, self.stock, self.orders, self.fence, read - 1, entry, token
-        )
-        return f"sold {read}" if int(accepted) == 1 else f"rejected {token}"
 
 
 # --------------------------------------------------------------------------
@@ -471,7 +359,9 @@ def serve(label: str, make_library: Callable[[Spec], Library]) -> int:
             level=logging.WARNING,
             format=f"{spec.name} ({label}) %(name)s %(levelname)s: %(message)s",
         )
-        holder = Holder(make_library(spec), Stock(spec))
+        db = redis_client(spec.db_url, spec.name)
+        stock = Stock(db, spec.key, spec.name, spec.fencing, spec.request_ids)
+        holder = Holder(make_library(spec), stock)
     except Exception as e:  # noqa: BLE001 - every failure becomes an answer
         # Answered before any request: the parent reads it as the answer to
         # its first one, which names this holder.
