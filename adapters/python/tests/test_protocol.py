@@ -114,5 +114,22 @@ class RequestErrors(unittest.TestCase):
         self.assertNotIn("\n", answer)
 
 
+class PrefixedKeys(unittest.TestCase):
+    def test_the_stock_sits_beside_a_prefixed_lock_key(self):
+        # A run on a reader's own server puts its keys under a prefix:
+        # `<prefix>lock:stock` for the lock, `<prefix>stock` for the stock.
+        server = RedisServer(self)
+        server.client.set("run7:stock", 4)
+        the_spec = spec("client-A", [server.url], server.url, key="run7:lock:stock")
+        a = Adapter(self, "redis_py.py", the_spec)
+        self.assertTrue(a.ask("acquire 1000").startswith("acquired "))
+        self.assertIsNotNone(server.client.get("run7:lock:stock"))
+        self.assertEqual(a.ask("read"), "stock 4")
+        self.assertEqual(a.ask("sell 4"), "sold 4")
+        self.assertEqual(server.client.get("run7:stock"), "3")
+        self.assertEqual(server.client.lrange("run7:orders", 0, -1), ["client-A"])
+        self.assertIsNone(server.client.get("stock"))
+
+
 if __name__ == "__main__":
     unittest.main()
