@@ -5,13 +5,14 @@ orders, whoever wrote them).
 
 A sale reads the stock, and writes back one less with an order. Stage 8's
 fencing tokens and the request ids of an idempotent resource are checked by
-the resource itself, in the same Lua scripts as the Rust side's; a holder
+the resource itself, in the Rust side's own Lua scripts; a holder
 whose library has no token reads and writes plainly, as a Rust stage without
 one does.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Optional
 
 # lockcore's default key; the stock's keys sit beside the lock's (see `Stock`).
@@ -22,46 +23,20 @@ class SaleError(Exception):
     """The resource answered something a sale cannot mean."""
 
 
-# Each script is workload.rs's, word for word, so that a sale by a Python
-# holder and a sale by a Rust one are the same commands on the database.
-FENCED_READ = """
-local highest = tonumber(redis.call('GET', KEYS[2]) or '-1')
-local token = tonumber(ARGV[1])
-if token > highest then
-  redis.call('SET', KEYS[2], token)
-end
-return tonumber(redis.call('GET', KEYS[1]) or '0')
-"""
+# The resource's three scripts are the Rust side's own files
+# (harness/src/workload/*.lua, which workload.rs includes), read from the
+# checkout: a sale by a Python holder and a sale by a Rust one are the same
+# commands on the database, and there is one copy of each to keep right.
+_SCRIPTS = Path(__file__).resolve().parents[2] / "harness" / "src" / "workload"
 
-FENCED_SALE = """
-local highest = tonumber(redis.call('GET', KEYS[3]) or '-1')
-local token = tonumber(ARGV[3])
-if token < highest then
-  return 0
-end
-redis.call('SET', KEYS[3], token)
-redis.call('SET', KEYS[1], ARGV[1])
-redis.call('RPUSH', KEYS[2], ARGV[2])
-return 1
-"""
 
-IDEMPOTENT_SALE = """
-if redis.call('SADD', KEYS[4], ARGV[4]) == 0 then
-  redis.call('RPUSH', KEYS[5], ARGV[2])
-  return 2
-end
-if ARGV[3] ~= '' then
-  local highest = tonumber(redis.call('GET', KEYS[3]) or '-1')
-  if tonumber(ARGV[3]) < highest then
-    redis.call('SREM', KEYS[4], ARGV[4])
-    return 0
-  end
-  redis.call('SET', KEYS[3], ARGV[3])
-end
-redis.call('SET', KEYS[1], ARGV[1])
-redis.call('RPUSH', KEYS[2], ARGV[2])
-return 1
-"""
+def _script(name: str) -> str:
+    return (_SCRIPTS / name).read_text(encoding="utf-8")
+
+
+FENCED_READ = _script("fenced_read.lua")
+FENCED_SALE = _script("fenced_sale.lua")
+IDEMPOTENT_SALE = _script("idempotent_sale.lua")
 
 
 class Stock:

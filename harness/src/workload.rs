@@ -126,36 +126,16 @@ impl Fencing {
     }
 }
 
-// ANCHOR: fenced_resource
 /// The fenced read: the stock, and the reader's token registered as the
 /// highest seen (never lowered). From now on, a write decided by any older
 /// holder is refused, whoever writes first.
-const FENCED_READ: &str = r"
-local highest = tonumber(redis.call('GET', KEYS[2]) or '-1')
-local token = tonumber(ARGV[1])
-if token > highest then
-  redis.call('SET', KEYS[2], token)
-end
-return tonumber(redis.call('GET', KEYS[1]) or '0')
-";
+const FENCED_READ: &str = include_str!("workload/fenced_read.lua");
 
 /// The fenced sale: accepted only if the writer's token is not lower than
 /// the highest one seen, checked and written in one script so no other
 /// access slips between the check and the write.
-const FENCED_SALE: &str = r"
-local highest = tonumber(redis.call('GET', KEYS[3]) or '-1')
-local token = tonumber(ARGV[3])
-if token < highest then
-  return 0
-end
-redis.call('SET', KEYS[3], token)
-redis.call('SET', KEYS[1], ARGV[1])
-redis.call('RPUSH', KEYS[2], ARGV[2])
-return 1
-";
-// ANCHOR_END: fenced_resource
+const FENCED_SALE: &str = include_str!("workload/fenced_sale.lua");
 
-// ANCHOR: idempotent_sale
 /// The idempotent sale: the request id first, then the stale-token check of
 /// [`FENCED_SALE`] when a token is shown (ARGV[3] is empty otherwise).
 /// `SADD` answers 0 for an id already in the set: the request was charged
@@ -166,24 +146,7 @@ return 1
 /// out of the set again: the request was not charged, and a retry of it
 /// under the newer holder must be. One script, so no second application of
 /// the same id can slip between the check and the charge.
-const IDEMPOTENT_SALE: &str = r"
-if redis.call('SADD', KEYS[4], ARGV[4]) == 0 then
-  redis.call('RPUSH', KEYS[5], ARGV[2])
-  return 2
-end
-if ARGV[3] ~= '' then
-  local highest = tonumber(redis.call('GET', KEYS[3]) or '-1')
-  if tonumber(ARGV[3]) < highest then
-    redis.call('SREM', KEYS[4], ARGV[4])
-    return 0
-  end
-  redis.call('SET', KEYS[3], ARGV[3])
-end
-redis.call('SET', KEYS[1], ARGV[1])
-redis.call('RPUSH', KEYS[2], ARGV[2])
-return 1
-";
-// ANCHOR_END: idempotent_sale
+const IDEMPOTENT_SALE: &str = include_str!("workload/idempotent_sale.lua");
 
 /// What an attempt to sell one item did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
