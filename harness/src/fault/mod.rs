@@ -5,5 +5,6 @@ pub(crate) mod link;
 pub mod node;
 mod plan;
 pub mod proxy;
+pub(crate) mod relay;
 
 pub use plan::{FaultPlan, Gate};

@@ -23,7 +23,8 @@
 //!
 //! How a story reaches into the cluster depends on the backend:
 //! - processes: every node announces relays the harness runs on loopback
-//!   as its ports (see [`relay`]), so a story can hold back what a master
+//!   as its ports (see [`Relay`]: it tells a replica's connection from a
+//!   client's, and a bus connection by the node that opened it), so a story can hold back what a master
 //!   sends its replica, or cut a master off from every other node while its
 //!   clients still reach it.
 //! - Docker: every node is a container at its own address on the run's
@@ -38,8 +39,6 @@
 //!   network too, where the harness and client-A reach it directly (the
 //!   address it announces to the cluster is the one cut).
 
-mod relay;
-
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -47,11 +46,11 @@ use std::time::Duration;
 use lockcore::Connection;
 use tokio::time::{Instant, sleep};
 
-use self::relay::{NodeRelay, Port};
 use super::phases::Phases;
 use super::replicated::wait_for_replication_info;
 use super::{LEASE, docker_node};
 use crate::error::{HarnessError, Result};
+use crate::fault::relay::{Relay, Sniff, Who};
 use crate::observe::{ClusterWatcher, Timeline, cluster_nodes};
 use crate::server::{Backend, CONTAINER_CLUSTER_BUS_PORT, Node, external};
 
@@ -134,7 +133,7 @@ impl Cut {
 /// How the harness reaches between the nodes.
 enum Paths {
     /// Processes: `relays[i]` are the client and bus relays of `nodes[i]`.
-    Relays(Vec<(NodeRelay, NodeRelay)>),
+    Relays(Vec<(Relay, Relay)>),
     /// Containers: the nodes reach each other at their addresses on the
     /// run's network, and the harness acts on the containers and on the
     /// servers themselves.
@@ -187,7 +186,7 @@ impl ClusterTopology {
         let (label, replica) = (nodes[master].label(), nodes[master + 1].label());
         match &self.paths {
             Paths::Relays(relays) => {
-                relays[master].0.hold_replication();
+                relays[master].0.hold(Who::Replicas);
                 timeline.record(
                     "harness",
                     format!(
@@ -223,10 +222,10 @@ impl ClusterTopology {
                 let id = &self.ids[master];
                 for (i, (client, bus)) in relays.iter().enumerate() {
                     if i == master {
-                        bus.cut_all();
-                        client.cut_replication();
+                        bus.cut(Who::All);
+                        client.cut(Who::Replicas);
                     } else {
-                        bus.cut_from(id);
+                        bus.cut(Who::Node(id.clone()));
                     }
                 }
                 self.mark("fault");
@@ -412,7 +411,8 @@ impl ClusterTopology {
             // are bound first.
             let mut relays = Vec::new();
             for _ in LABELS {
-                relays.push((NodeRelay::bind().await?, NodeRelay::bind().await?));
+                let loopback = std::net::Ipv4Addr::LOCALHOST.into();
+                relays.push((Relay::bind(loopback).await?, Relay::bind(loopback).await?));
             }
             let nodes = futures_util::future::try_join_all(LABELS.iter().zip(&relays).map(
                 |(label, (client, bus))| {
@@ -437,8 +437,8 @@ impl ClusterTopology {
                 let bus_addr = node.cluster_bus_addr().ok_or_else(|| {
                     HarnessError::Topology(format!("{} has no cluster bus", node.label()))
                 })?;
-                client.start(node.addr(), Port::Client);
-                bus.start(bus_addr, Port::Bus);
+                client.start(node.addr(), Sniff::ClientPort);
+                bus.start(bus_addr, Sniff::BusPort);
             }
             (nodes, Paths::Relays(relays))
         };
