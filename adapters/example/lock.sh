@@ -10,6 +10,7 @@ name=$(get name); db=$(get db_url); key=$(get key)
 lock=$(printf '%s' "$spec" | sed -n 's/.*"lock_urls":\["\([^"]*\)".*/\1/p')
 ttl=$(printf '%s' "$spec" | sed -n 's/.*"ttl":{"secs":\([0-9]*\),"nanos":\([0-9]*\)}.*/\1 \2/p')
 ttl_ms=$(( ${ttl% *} * 1000 + ${ttl#* } / 1000000 ))
+case $lock in redis://*) ;; *) echo "@holder error lock.sh: $lock is not redis://"; exit 2 ;; esac
 stock="${key%lock:stock}stock"; orders="${key%lock:stock}orders"
 answer() { printf '@holder %s\n' "$*"; }
 # Each call is one connection, named first: the harness tells clients apart

@@ -362,6 +362,7 @@ impl Client {
             }
             match e {
                 LockError::Holder(why) => HarnessError::Holder(why),
+                LockError::NotApplicable(reason) => HarnessError::NotApplicable(reason),
                 e => HarnessError::Lock(e),
             }
         })

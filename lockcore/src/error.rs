@@ -27,6 +27,10 @@ pub enum LockError {
     /// text names the command and the line.
     #[error("holder process: {0}")]
     Holder(String),
+    /// A lock that cannot take part in this story at all (a holder
+    /// process answered `n/a`): the story is n/a for it, with this reason.
+    #[error("n/a: {0}")]
+    NotApplicable(&'static str),
     /// A setting no lock can honour.
     #[error("invalid configuration: {0}")]
     Config(String),

@@ -6,6 +6,8 @@
 //! stories is a holder process. The libraries written in Rust run in this
 //! program's hidden subcommand, `lockstages holder --library <name>`.
 
+mod rslock;
+
 use std::process::ExitCode;
 
 use harness::holder::Launcher;
@@ -27,7 +29,7 @@ pub struct Library {
 }
 
 /// Every library row, in the order the matrix shows them.
-pub const LIBRARIES: &[Library] = &[];
+pub const LIBRARIES: &[Library] = &[rslock::LIBRARY];
 
 /// The library called `name`.
 pub fn find(name: &str) -> Option<Library> {

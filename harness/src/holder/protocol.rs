@@ -36,7 +36,7 @@
 //!
 //! | request | answer | what the holder does |
 //! |---------|--------|----------------------|
-//! | `acquire <ms>` | `acquired <value> <token>` or `not-acquired` | takes the lock, waiting at most `<ms>`; `<value>` is what it stored under the key (may hold spaces), `<token>` its fencing token or `-` |
+//! | `acquire <ms>` | `acquired <value> <token>` or `not-acquired` | takes the lock, waiting at most `<ms>`; `<value>` is what it stored under the key (may hold spaces; a byte that is not printable ASCII, and a `\`, written `\xHH`), `<token>` its fencing token or `-` |
 //! | `read` | `stock <n>` | reads the stock (the business begins) |
 //! | `sell <read>` | `sold <read>`, `sold-out`, `rejected <token>` or `duplicate` | writes `<read> - 1` and one order |
 //! | `release` | `released deleted`, `released nothing`, `released still-held <n>`, `released unconfirmed <deleted> <not-ours> <unreachable>` or `not-owner` | gives the lock back and says what the lock reported |
@@ -45,8 +45,11 @@
 //!
 //! Anything wrong (a malformed request, a library's exception, a server
 //! that does not answer) is answered `@holder error <what>`: never a made-up
-//! answer. An error before the first request (a bad spec) is written at
-//! once and read as the answer to the first request.
+//! answer. A holder that cannot take part in the story at all (a library
+//! without Redis Cluster support, handed a cluster) answers `@holder n/a
+//! <reason>`, and the cell is n/a with that reason. Either, written before
+//! the first request (a bad spec, a topology it cannot use), is read as the
+//! answer to the first request.
 //!
 //! # The sale
 //!
@@ -136,11 +139,45 @@ pub fn acquired(answer: &str) -> Result<Option<Acquired>> {
     if value.is_empty() {
         return Err(malformed(answer, expected));
     }
-    let mut held = Acquired::with_value(value.to_owned());
+    let mut held = Acquired::with_value(unescape(value, answer)?);
     if token != "-" {
         held.fencing_token = Some(number(token, answer)?);
     }
     Ok(Some(held))
+}
+
+/// A value as sent: `\xHH` is the byte HH, read as the character of that
+/// number (as the harness reads `MONITOR`'s escapes); any other character
+/// is itself.
+fn unescape(value: &str, answer: &str) -> Result<String> {
+    let mut text = String::with_capacity(value.len());
+    let mut chars = value.chars();
+    while let Some(c) = chars.next() {
+        if c != '\\' {
+            text.push(c);
+            continue;
+        }
+        let hex: String = chars.by_ref().take(3).collect();
+        let byte = hex
+            .strip_prefix('x')
+            .and_then(|hh| u8::from_str_radix(hh, 16).ok())
+            .ok_or_else(|| malformed(answer, "`\\xHH` after a `\\` in the value"))?;
+        text.push(char::from(byte));
+    }
+    Ok(text)
+}
+
+/// A value's bytes as sent: printable ASCII as is but for `\`, which is
+/// escaped like any other byte (a space too): `\xHH`. For a library whose
+/// values are raw bytes.
+pub fn escape(bytes: &[u8]) -> String {
+    bytes
+        .iter()
+        .map(|&b| match b {
+            b'!'..=b'~' if b != b'\\' => char::from(b).to_string(),
+            _ => format!("\\x{b:02x}"),
+        })
+        .collect()
 }
 
 /// How an [`Acquired`] goes over the pipe.
@@ -267,5 +304,11 @@ mod tests {
             Some(Ok(unconfirmed))
         );
         assert_eq!(released("not-owner").ok(), Some(Err(())));
+        let raw = [0u8, b' ', b'\\', 0xff, b'a'];
+        let sent = format!("acquired {} -", escape(&raw));
+        let value = acquired(&sent).ok().flatten().map(|h| h.value);
+        let latin1: String = raw.iter().map(|&b| char::from(b)).collect();
+        assert_eq!(value, Some(latin1));
+        assert!(acquired("acquired a\\q -").is_err());
     }
 }

@@ -89,6 +89,7 @@ impl RemoteLock {
 fn holder_error(e: HarnessError) -> LockError {
     match e {
         HarnessError::Holder(why) => LockError::Holder(why),
+        HarnessError::NotApplicable(reason) => LockError::NotApplicable(reason),
         HarnessError::Lock(e) => e,
         other => LockError::Holder(other.to_string()),
     }

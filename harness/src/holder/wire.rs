@@ -85,9 +85,16 @@ impl Wire {
 
     /// Sends `request` without waiting for its answer.
     pub fn send(&mut self, request: &str) -> Result<()> {
-        writeln!(self.stdin, "{request}")
-            .and_then(|()| self.stdin.flush())
-            .map_err(|e| self.error(format!("cannot send `{request}`: {e}")))
+        let sent = writeln!(self.stdin, "{request}").and_then(|()| self.stdin.flush());
+        sent.map_err(|e| {
+            // A process that exited at once closed its stdin: its exit is
+            // the news, not the broken pipe.
+            let why = match self.child.try_wait() {
+                Ok(Some(_)) => self.exited(request),
+                _ => format!("cannot send `{request}`: {e}"),
+            };
+            self.error(why)
+        })
     }
 
     /// Sends `request` and waits for its answer: at most the launcher's
@@ -109,10 +116,23 @@ impl Wire {
                     )));
                 }
             };
-        match answer.strip_prefix("error ") {
-            Some(error) => Err(self.error(format!("answered `{request}` with an error: {error}"))),
-            None => Ok(answer),
+        if let Some(error) = answer.strip_prefix("error ") {
+            return Err(self.error(format!("answered `{request}` with an error: {error}")));
         }
+        if let Some(reason) = answer.strip_prefix("n/a ") {
+            // A cell's reason lives as long as the matrix: a few words per
+            // declined cell.
+            // The program's file name: a library row's is this program.
+            let program = self.command.split(' ').next().unwrap_or_default();
+            let short =
+                self.command
+                    .replacen(program, program.rsplit('/').next().unwrap_or(program), 1);
+            let reason = format!("`{short}` cannot take part: {reason}");
+            return Err(HarnessError::NotApplicable(Box::leak(
+                reason.into_boxed_str(),
+            )));
+        }
+        Ok(answer)
     }
 
     /// Reads `answer` (to `request`) with `parse`; a malformed one is an
