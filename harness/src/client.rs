@@ -102,7 +102,7 @@ impl ClientFactory {
         Ok(Client {
             name: name.to_owned(),
             lock,
-            business: Business::Local(db),
+            business: Business::Local(Box::new(db)),
             history: self.history.clone(),
             faults,
             plan,
@@ -113,8 +113,8 @@ impl ClientFactory {
 
 /// Where a client's reads and sales go.
 enum Business {
-    /// Its own connection to the database.
-    Local(Database),
+    /// Its own connection to the database (boxed: the other is a pointer).
+    Local(Box<Database>),
     /// Its holder process, which has the connection.
     Remote(Arc<RemoteLock>),
 }
