@@ -5,7 +5,7 @@ pub mod explore;
 pub mod holder;
 mod interview;
 mod list;
-mod matrix;
+pub mod matrix;
 mod run;
 
 use harness::Scenario;
