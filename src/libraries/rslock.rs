@@ -15,7 +15,10 @@
 //!   hand; `using` renews around a routine, not used by the quick start).
 //! - release: a compare-and-delete script on every server (`GET` ==
 //!   value, then `DEL`), best effort: `unlock` returns nothing, so the
-//!   adapter answers `released deleted`, what its caller believes.
+//!   adapter answers `released deleted`, what its caller believes. The
+//!   timeline's "release deleted the lock key" is that belief; the
+//!   `MONITOR` lines under it (a `GET` and no `DEL` when the key was a
+//!   rival's) are what the server did, and what the judge reads.
 //! - no fencing token, no lost-lock signal (`lost no` at once).
 //!
 //! Its row (`src/matrix/library_rows.rs`), run here on 7 December 2026,
