@@ -137,7 +137,7 @@ pub fn stage_named(name: &str) -> Result<StageEntry, Failure> {
 pub fn row_named(name: &str) -> Result<crate::rows::Row, Failure> {
     crate::rows::find(name).ok_or_else(|| {
         Failure::bad_input(format!(
-            "unknown stage or library `{name}`; the stages are {}; the libraries {}",
+            "unknown stage `{name}`; the stages are {}, and the library rows {}",
             stages::names(),
             crate::libraries::names()
         ))
