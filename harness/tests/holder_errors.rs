@@ -5,8 +5,10 @@
 
 use std::time::{Duration, Instant};
 
+use harness::holder::remote::{RemoteLock, row_description};
 use harness::holder::wire::Wire;
 use harness::holder::{HolderSpec, Launcher, protocol};
+use lockcore::{DistributedLock, FaultPoints, LockError};
 
 fn spec() -> HolderSpec {
     HolderSpec {
@@ -97,4 +99,16 @@ async fn an_error_answer_is_passed_on_with_the_request() {
         error.contains("answered `acquire 100` with an error: my lock is broken"),
         "{error}"
     );
+}
+
+#[tokio::test]
+async fn a_lock_whose_server_failed_is_a_redis_error_not_a_broken_holder() {
+    let script = "read line; echo '@holder failed NOREPLICAS Not enough good replicas'; cat";
+    let description = row_description("failing", "a lock whose server refuses");
+    let lock = RemoteLock::spawn(&holder(script), &spec(), description, FaultPoints::none())
+        .expect("sh starts");
+    match lock.acquire(Duration::from_millis(100)).await {
+        Err(LockError::Redis(e)) => assert!(e.to_string().contains("NOREPLICAS"), "{e}"),
+        other => panic!("expected the server's error, got {other:?}"),
+    }
 }

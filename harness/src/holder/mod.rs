@@ -193,6 +193,9 @@ impl HolderProcess {
         parse: impl FnOnce(&str) -> Result<T>,
     ) -> Result<T> {
         let answer = self.wire.ask(request, may_take).await?;
+        if let Some(failed) = protocol::failed(&answer) {
+            return Err(HarnessError::Lock(failed));
+        }
         self.wire.parse(request, &answer, parse)
     }
 

@@ -51,6 +51,12 @@
 //! the first request (a bad spec, a topology it cannot use), is read as the
 //! answer to the first request.
 //!
+//! A lock whose server refused a command or could not be reached, and
+//! whose library said so (an exception: `NOREPLICAS`, a reply that timed
+//! out), is not a broken holder: it answers `@holder failed <what>`, and
+//! the story hears it as it hears a stage's Redis error (a late reply
+//! given up on, a release that found its master gone).
+//!
 //! # The sale
 //!
 //! `read` and `sell` act on the stock in `db_url`, with the keys beside the
@@ -120,6 +126,14 @@ pub fn millis(word: &str, line: &str) -> Result<Duration> {
 
 fn malformed(answer: &str, expected: &str) -> HarnessError {
     HarnessError::Holder(format!("malformed answer `{answer}` (expected {expected})"))
+}
+
+/// A `failed <what>` answer (the lock's server refused or was out of
+/// reach) as the Redis error a stage would have met.
+pub fn failed(answer: &str) -> Option<lockcore::LockError> {
+    answer
+        .strip_prefix("failed ")
+        .map(|what| lockcore::LockError::Redis(std::io::Error::other(what.to_owned()).into()))
 }
 
 /// The answer to `acquire`: the lock taken, or `None`.

@@ -70,6 +70,9 @@ impl RemoteLock {
     ) -> Result<T> {
         let mut wire = self.wire.lock().await;
         let answer = wire.ask(request, may_take).await?;
+        if let Some(failed) = protocol::failed(&answer) {
+            return Err(HarnessError::Lock(failed));
+        }
         wire.parse(request, &answer, parse)
     }
 
