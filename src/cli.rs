@@ -18,7 +18,8 @@ pub enum Command {
     List,
     /// Runs one scenario against one stage and prints its timeline and verdict.
     Run {
-        /// `stage0` (no lock) to `stage8`, or just the number.
+        /// `stage0` (no lock) to `stage10`, or just the number; a library
+        /// (`lockstages list`); or, with `--holder-cmd`, your row's name.
         stage: String,
         /// A scenario name, as `lockstages list` shows.
         scenario: String,
@@ -48,6 +49,11 @@ pub enum Command {
         /// before it releases the lock (the fix) instead of after.
         #[arg(long)]
         release_after_commit: bool,
+        /// Run your own lock as the row: a command that speaks the holder
+        /// protocol (the book's "Bring your own lock"); every client of the
+        /// story is a process running it. `<STAGE>` is then its name.
+        #[arg(long, value_name = "COMMAND")]
+        holder_cmd: Option<String>,
     },
     /// Runs every scenario against every stage and compares each cell with
     /// the expected matrix. Exits 1, listing the cells, when any differs.
@@ -74,6 +80,20 @@ pub enum Command {
         /// one page per cell with its diagram and timeline.
         #[arg(long, value_name = "DIR")]
         html: Option<std::path::PathBuf>,
+        /// Add your own lock as a row: a command that speaks the holder
+        /// protocol (the book's "Bring your own lock"). It has no expected
+        /// row: its cells are shown, not compared, and only a cell that
+        /// could not run makes the matrix fail. Alone (no `--stage`), it is
+        /// the only row.
+        #[arg(long, value_name = "COMMAND", requires = "name")]
+        holder_cmd: Option<String>,
+        /// The name of the `--holder-cmd` row.
+        #[arg(long, requires = "holder_cmd")]
+        name: Option<String>,
+        /// Add a lock library's row (repeatable), or `all`: see
+        /// `lockstages list`. Alone (no `--stage`), only library rows run.
+        #[arg(long = "library", value_name = "NAME")]
+        libraries: Vec<String>,
     },
     /// Runs every story the book shows and writes its timelines and
     /// diagrams into book/src/generated/.
@@ -115,7 +135,10 @@ pub enum Command {
     #[command(hide = true)]
     Holder {
         /// The stage whose lock the holder takes.
+        #[arg(long, required_unless_present = "library", conflicts_with = "library")]
+        stage: Option<String>,
+        /// The library whose lock the holder takes (one of the library rows).
         #[arg(long)]
-        stage: String,
+        library: Option<String>,
     },
 }

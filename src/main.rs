@@ -8,16 +8,22 @@
 //!   with its verdict;
 //! - `lockstages interview [<n>]`: interview questions answered by live
 //!   runs, with a prediction first on a terminal;
-//! - `lockstages holder --stage <stage>`: (internal) a lock holder process
-//!   that the scenarios start and then kill or freeze.
+//! - `lockstages matrix --holder-cmd <command> --name <row>`, `run <row>
+//!   <scenario> --holder-cmd <command>`: your own lock as a row, a program
+//!   that speaks the holder protocol; `--library` for the library rows;
+//! - `lockstages holder --stage <stage>` or `--library <library>`:
+//!   (internal) a lock holder process that the scenarios drive, kill or
+//!   freeze.
 //!
 //! Exit codes: 0 done, 1 the run failed, 2 bad input.
 
 mod cli;
 mod commands;
 mod interview;
+mod libraries;
 mod matrix;
 mod render;
+mod rows;
 mod stages;
 
 use std::process::ExitCode;
@@ -84,8 +90,8 @@ async fn interrupted() -> (&'static str, u8) {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    if let Command::Holder { stage } = &cli.command {
-        return commands::holder::serve(stage);
+    if let Command::Holder { stage, library } = &cli.command {
+        return commands::holder::serve(stage.as_deref(), library.as_deref());
     }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()

@@ -10,6 +10,7 @@ mod book_zh;
 mod cli;
 mod common;
 mod explore;
+mod holder_cmd;
 mod interview;
 mod interview_commands;
 mod matrix;

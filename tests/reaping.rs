@@ -225,3 +225,51 @@ fn a_matrix_stopped_by_ctrl_c_has_reaped_every_process_it_started() {
 fn a_matrix_stopped_by_sigterm_has_reaped_every_process_it_started() {
     interrupted_matrix_reaps_everything(libc::SIGTERM, "SIGTERM");
 }
+
+/// A row whose holder never answers (`tests/holders/silent.sh`), stopped
+/// by Ctrl-C while its holders and servers run: nothing is left.
+#[test]
+fn a_matrix_of_a_silent_holder_stopped_by_ctrl_c_has_reaped_everything() {
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    become_subreaper();
+    let out = out_dir("silent-holder");
+    let mut child: Child = Command::new(env!("CARGO_BIN_EXE_lockstages"))
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .args(["matrix", "--holder-cmd", "tests/holders/silent.sh"])
+        .args(["--name", "silent", "--scenario", "killed-holder", "--out"])
+        .arg(&out)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the matrix starts");
+    let pid = child.id();
+    // Its servers up and the silent holder waiting to be answered; a
+    // minute is far beyond what that takes.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let running = descendants_of(pid);
+        let redis = running.iter().filter(|e| e.name == "redis-server").count();
+        let holders = running.iter().filter(|e| e.name == "cat").count();
+        if redis >= 2 && holders >= 1 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "no holder within a minute");
+        assert!(child.try_wait().expect("waitable").is_none(), "it ended");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let pid_t = libc::pid_t::try_from(pid).expect("a pid fits");
+    // SAFETY: kill(2) on our own child.
+    assert_eq!(unsafe { libc::kill(pid_t, libc::SIGINT) }, 0);
+    let status = child.wait().expect("the matrix is waited for");
+    let left = children_of_ours();
+    clear(&left);
+    let _ = std::fs::remove_dir_all(&out);
+    assert_eq!(status.code(), Some(130), "Ctrl-C's exit status");
+    assert!(
+        left.is_empty(),
+        "the matrix of a silent holder, interrupted, left {}: {}",
+        left.len(),
+        left_behind(&left)
+    );
+}

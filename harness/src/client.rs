@@ -1,5 +1,8 @@
 //! A workload client: one lock instance, one database connection, and a
-//! history entry for everything it does.
+//! history entry for everything it does. On a row that is a command
+//! (`--holder-cmd`, a library's adapter) the lock and the database
+//! connection are a holder process's ([`RemoteLock`]): the client sends it
+//! requests and records as for a stage.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -13,6 +16,8 @@ use crate::error::{HarnessError, Result};
 use crate::fault::FaultPlan;
 use crate::guard::LockGuard;
 use crate::history::{History, Op};
+use crate::holder::remote::RemoteLock;
+use crate::holder::{HolderSpec, Launcher};
 use crate::workload::{Database, Fencing, OpenSale, RequestIds, Sale};
 
 // A client's releases answer with it. It is defined with the guard, below
@@ -37,6 +42,9 @@ pub struct ClientFactory {
     pub fencing: Fencing,
     /// Whether the resource de-duplicates purchases by request id.
     pub request_ids: RequestIds,
+    /// `Some` on a row that is a command: every client is a holder process
+    /// running it, driven over the protocol ([`RemoteLock`]).
+    pub holder_command: Option<Launcher>,
 }
 
 impl ClientFactory {
@@ -57,6 +65,28 @@ impl ClientFactory {
         let lock_urls = resolved;
         let plan = FaultPlan::new(name, self.history.timeline().clone());
         let faults = FaultPoints::with_hook(plan.clone());
+        if let Some(launcher) = &self.holder_command {
+            let spec = HolderSpec::at(self, name, lock_urls);
+            let remote = Arc::new(RemoteLock::spawn(
+                launcher,
+                &spec,
+                self.stage.description,
+                faults.clone(),
+            )?);
+            self.history.timeline().record(
+                name,
+                format!("holder process started (pid {})", remote.pid()),
+            );
+            return Ok(Client {
+                name: name.to_owned(),
+                lock: remote.clone(),
+                business: Business::Remote(remote),
+                history: self.history.clone(),
+                faults,
+                plan,
+                purchases: AtomicU32::new(0),
+            });
+        }
         let setup = ClientSetup {
             urls: lock_urls,
             name: name.to_owned(),
@@ -72,7 +102,7 @@ impl ClientFactory {
         Ok(Client {
             name: name.to_owned(),
             lock,
-            db,
+            business: Business::Local(Box::new(db)),
             history: self.history.clone(),
             faults,
             plan,
@@ -81,11 +111,24 @@ impl ClientFactory {
     }
 }
 
+/// Where a client's reads and sales go.
+enum Business {
+    /// Its own connection to the database (boxed: the other is a pointer).
+    Local(Box<Database>),
+    /// Its holder process, which has the connection.
+    Remote(Arc<RemoteLock>),
+}
+
+/// Why a story's step cannot be taken by a holder process: the protocol
+/// has no request for it.
+const NOT_OVER_THE_PROTOCOL: &str = "a holder process sells with a request id of its own and \
+     commits at once: the protocol has no retry of a request id and no open transaction";
+
 /// One client of the workload.
 pub struct Client {
     name: String,
     lock: Arc<dyn DistributedLock>,
-    db: Database,
+    business: Business,
     history: History,
     faults: FaultPoints,
     plan: Arc<FaultPlan>,
@@ -188,14 +231,30 @@ impl Client {
     /// Reads the stock (the start of the critical section's business),
     /// showing the resource the lock's fencing token, if it has one.
     pub async fn read_stock(&self, held: &Acquired) -> Result<i64> {
-        self.db.read_stock(held.fencing_token).await
+        match &self.business {
+            Business::Local(db) => db.read_stock(held.fencing_token).await,
+            Business::Remote(remote) => remote.read().await,
+        }
+    }
+
+    /// The database connection of a client in this process; a holder
+    /// process's client has none (the story is n/a for it).
+    fn db(&self) -> Result<&Database> {
+        match &self.business {
+            Business::Local(db) => Ok(db),
+            Business::Remote(_) => Err(HarnessError::NotApplicable(NOT_OVER_THE_PROTOCOL)),
+        }
     }
 
     /// Finishes a purchase started with [`Client::read_stock`]. Against a
     /// resource that checks request ids, the purchase carries one of its
     /// own (`client-A#1`): a new request, never a retry.
     pub async fn sell(&self, read: i64, held: &Acquired) -> Result<Sale> {
-        let own = self.db.checks_request_ids().then(|| {
+        if let Business::Remote(_) = &self.business {
+            // The holder numbers its own request ids, as this side would.
+            return self.sell_request(read, held, None).await;
+        }
+        let own = self.db()?.checks_request_ids().then(|| {
             let n = self.purchases.fetch_add(1, Ordering::Relaxed) + 1;
             format!("{}#{n}", self.name)
         });
@@ -210,8 +269,13 @@ impl Client {
         held: &Acquired,
         request: Option<&str>,
     ) -> Result<Sale> {
+        if let (Business::Remote(remote), None) = (&self.business, request) {
+            let sale = remote.sell(read).await?;
+            self.history.timeline().record(&self.name, sale.to_string());
+            return Ok(sale);
+        }
         let sale = self
-            .db
+            .db()?
             .sell_request(read, held.fencing_token, request)
             .await?;
         let text = match request {
@@ -226,7 +290,7 @@ impl Client {
     /// [`Database::open_sale`]): its writes are sent and queued, and wait
     /// for [`Client::commit`].
     pub async fn open_sale(&self, read: i64, held: &Acquired) -> Result<OpenSale> {
-        let open = self.db.open_sale(read, held.fencing_token).await?;
+        let open = self.db()?.open_sale(read, held.fencing_token).await?;
         if read > 0 {
             self.history.timeline().record(
                 &self.name,
@@ -290,9 +354,17 @@ impl Client {
     fn note_crash<T>(&self, result: Result<T, LockError>) -> Result<T> {
         result.map_err(|e| {
             if let LockError::Crashed(point) = e {
+                // A holder process dies for real: it sends nothing more.
+                if let Business::Remote(remote) = &self.business {
+                    remote.kill();
+                }
                 self.history.died(&self.name, &format!("died at {point}"));
             }
-            HarnessError::Lock(e)
+            match e {
+                LockError::Holder(why) => HarnessError::Holder(why),
+                LockError::NotApplicable(reason) => HarnessError::NotApplicable(reason),
+                e => HarnessError::Lock(e),
+            }
         })
     }
 }

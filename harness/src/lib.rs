@@ -15,7 +15,10 @@
 //!   proxy that delays replies or cuts one client off, and what is done to
 //!   a node (kill, restart, clock jump);
 //! - [`holder`]: lock holders in processes of their own, for `kill -9` and
-//!   SIGSTOP;
+//!   SIGSTOP, driven over a line protocol written down once
+//!   ([`holder::protocol`]); a row of the matrix may be any program that
+//!   speaks it (a library's adapter, a reader's own lock), every client of
+//!   its stories a holder process;
 //! - [`workload`]: the articles' stock deduction on a database node;
 //! - [`guard`]: the release that runs on every path (drop, error, panic);
 //! - [`observe`]: the servers' own record (each node's `MONITOR` and

@@ -22,6 +22,15 @@ pub enum LockError {
     /// etcd (stage 10) could not be reached, or answered with an error.
     #[error("etcd: {0}")]
     Etcd(String),
+    /// A lock held by a holder process (a row that is a command) could not
+    /// be driven: the process answered wrongly, late, or not at all. The
+    /// text names the command and the line.
+    #[error("holder process: {0}")]
+    Holder(String),
+    /// A lock that cannot take part in this story at all (a holder
+    /// process answered `n/a`): the story is n/a for it, with this reason.
+    #[error("n/a: {0}")]
+    NotApplicable(&'static str),
     /// A setting no lock can honour.
     #[error("invalid configuration: {0}")]
     Config(String),

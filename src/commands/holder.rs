@@ -1,11 +1,26 @@
-//! `lockstages holder --stage <stage>`: the body of a holder process.
+//! `lockstages holder --stage <stage>` or `--library <library>`: the body
+//! of a holder process.
 
 use std::process::ExitCode;
 
-use crate::stages;
+use crate::{libraries, stages};
 
-/// Serves a scenario's requests on stdin with a client of `stage`.
-pub fn serve(stage: &str) -> ExitCode {
+/// Serves a scenario's requests on stdin with a client of `stage`, or of
+/// `library`.
+pub fn serve(stage: Option<&str>, library: Option<&str>) -> ExitCode {
+    if let Some(name) = library {
+        return match libraries::find(name) {
+            Some(library) => (library.serve)(),
+            None => {
+                eprintln!(
+                    "error: unknown library `{name}`; the libraries are {}",
+                    libraries::names()
+                );
+                ExitCode::from(2)
+            }
+        };
+    }
+    let stage = stage.unwrap_or_default();
     match stages::find(stage) {
         Some(stage) => {
             harness::holder::serve_from_env(&[stage]);

@@ -2,6 +2,7 @@
 
 use harness::SCENARIOS;
 
+use crate::libraries::LIBRARIES;
 use crate::stages::STAGES;
 
 /// Prints the stages and the scenarios.
@@ -25,6 +26,20 @@ pub fn print() {
             println!("{indent}fault points: {}", points.join(", "));
         }
     }
+    println!("\nLibraries (rows whose clients are holder processes; see --library):");
+    let width = LIBRARIES.iter().map(|l| l.name.len()).max().unwrap_or(0);
+    for library in LIBRARIES {
+        println!(
+            "  {:<width$} {} {}",
+            library.name, library.version, library.title
+        );
+    }
+    if LIBRARIES.is_empty() {
+        println!("  (none yet)");
+    }
+    println!(
+        "  and your own: matrix --holder-cmd \"<command>\" --name <row> (book: Bring your own lock)"
+    );
     println!("\nScenarios:");
     // The titles line up after the longest name, whatever it is.
     let width = SCENARIOS.iter().map(|s| s.name.len()).max().unwrap_or(0);

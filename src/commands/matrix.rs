@@ -5,7 +5,6 @@ use std::path::Path;
 use harness::{Scenario, ScenarioEnv};
 use lockcore::StageEntry;
 
-use super::run::launcher;
 use super::{scenario_named, stage_named, write_file};
 use crate::matrix::{self, Report};
 use crate::render::{
@@ -13,11 +12,39 @@ use crate::render::{
     html::{MERMAID_FILE, MERMAID_JS},
     terminal::colour_wanted,
 };
-use crate::{Failure, stages};
+use crate::rows::{self, Row};
+use crate::{Failure, libraries, stages};
 
-/// Runs the (filtered) matrix, prints it, writes it under `out`.
-pub async fn run(
+/// The rows `--stage` and `--library` ask for: every stage when neither
+/// does; `--library all` is every library.
+pub fn chosen_rows(
     stage_filter: &[String],
+    library_filter: &[String],
+) -> Result<Vec<Row>, Failure> {
+    let mut rows: Vec<Row> = stage_filter
+        .iter()
+        .map(|s| stage_named(s).map(Row::stage))
+        .collect::<Result<_, _>>()?;
+    for name in library_filter {
+        if name == "all" {
+            rows.extend(libraries::LIBRARIES.iter().map(|l| l.row()));
+            continue;
+        }
+        let library = libraries::find(name).ok_or_else(|| {
+            Failure::bad_input(format!(
+                "unknown library `{name}`; the libraries are {} (or `all`)",
+                libraries::names()
+            ))
+        })?;
+        rows.push(library.row());
+    }
+    Ok(rows)
+}
+
+/// Runs the matrix of `rows` (every stage when empty), prints it, writes
+/// it under `out`.
+pub async fn run(
+    rows: &[Row],
     scenario_filter: &[String],
     json: bool,
     out: &Path,
@@ -32,14 +59,12 @@ pub async fn run(
             matrix::DEFAULT_DOCKER_JOBS
         )));
     }
-    let stages: Vec<StageEntry> = if stage_filter.is_empty() {
-        stages::STAGES.to_vec()
+    let rows: Vec<Row> = if rows.is_empty() {
+        stages::STAGES.iter().copied().map(Row::stage).collect()
     } else {
-        stage_filter
-            .iter()
-            .map(|s| stage_named(s))
-            .collect::<Result<_, _>>()?
+        rows.to_vec()
     };
+    let stages: Vec<StageEntry> = rows.iter().map(|r| r.entry).collect();
     let scenarios: Vec<&'static Scenario> = if scenario_filter.is_empty() {
         harness::SCENARIOS.iter().collect()
     } else {
@@ -65,12 +90,12 @@ pub async fn run(
     // wiped and used again by later cells (harness::server::Spares).
     let (backend, spares) = backend.with_spares();
     let env_for = |stage: &StageEntry| -> Result<ScenarioEnv, String> {
-        let launcher = launcher(stage).map_err(|f| format!("{f:?}"))?;
-        Ok(ScenarioEnv::new(
-            backend.clone(),
-            launcher,
-            harness::workload::Fencing::default(),
-        ))
+        let row = rows
+            .iter()
+            .find(|r| r.name() == stage.description.name)
+            .ok_or_else(|| format!("no row {}", stage.description.name))?;
+        row.env(backend.clone(), harness::workload::Fencing::default())
+            .map_err(|f| format!("{f:?}"))
     };
     let started = std::time::Instant::now();
     let cells = matrix::run(&stages, &scenarios, env_for, jobs, json, on_processes).await;
@@ -80,6 +105,12 @@ pub async fn run(
         spares.counts()
     });
     let report = Report::new(&cells);
+    // The stages' table, and the commands' rows in a table of their own,
+    // so that each fits 120 columns.
+    let (command_cells, stage_cells): (Vec<_>, Vec<_>) = cells
+        .iter()
+        .cloned()
+        .partition(|cell| rows::is_command(&cell.stage));
 
     let json_text = serde_json::to_string_pretty(&report.json()).unwrap_or_default();
     for (name, text) in [
@@ -125,7 +156,15 @@ pub async fn run(
     if json {
         println!("{json_text}");
     } else {
-        print!("{}", report.table(colour_wanted()));
+        if !stage_cells.is_empty() {
+            print!("{}", Report::new(&stage_cells).table(colour_wanted()));
+        }
+        if !command_cells.is_empty() {
+            println!(
+                "\nRows that are commands (holder processes; a cell without an expected verdict is shown, not compared):"
+            );
+            print!("{}", Report::new(&command_cells).table(colour_wanted()));
+        }
         print!("{}", report.scenario_times());
         println!(
             "\n{} cells in {:.1}s; written to {}/matrix.md and matrix.json",

@@ -5,7 +5,7 @@ pub mod explore;
 pub mod holder;
 mod interview;
 mod list;
-mod matrix;
+pub mod matrix;
 mod run;
 
 use harness::Scenario;
@@ -31,6 +31,7 @@ pub async fn dispatch(command: Command) -> Result<(), Failure> {
             fencing,
             request_ids,
             release_after_commit,
+            holder_cmd,
         } => {
             let output = run::Output {
                 diagram,
@@ -40,7 +41,11 @@ pub async fn dispatch(command: Command) -> Result<(), Failure> {
                 request_ids: request_ids_if(request_ids),
                 release_order: release_order_if(release_after_commit),
             };
-            run::run(stage_named(&stage)?, scenario_named(&scenario)?, output).await
+            let row = match holder_cmd {
+                Some(command) => crate::rows::Row::holder_command(&stage, &command)?,
+                None => row_named(&stage)?,
+            };
+            run::run(&row, scenario_named(&scenario)?, output).await
         }
         Command::Matrix {
             stages,
@@ -49,7 +54,16 @@ pub async fn dispatch(command: Command) -> Result<(), Failure> {
             out,
             jobs,
             html,
-        } => matrix::run(&stages, &scenarios, json, &out, jobs, html.as_deref()).await,
+            holder_cmd,
+            name,
+            libraries,
+        } => {
+            let mut rows = matrix::chosen_rows(&stages, &libraries)?;
+            if let (Some(command), Some(name)) = (holder_cmd, name) {
+                rows.push(crate::rows::Row::holder_command(&name, &command)?);
+            }
+            matrix::run(&rows, &scenarios, json, &out, jobs, html.as_deref()).await
+        }
         Command::BookAssets {
             check,
             render_only,
@@ -118,6 +132,19 @@ pub fn stage_named(name: &str) -> Result<StageEntry, Failure> {
         ))
     })
 }
+
+/// The stage or library called `name`, or a clear error naming the choices.
+pub fn row_named(name: &str) -> Result<crate::rows::Row, Failure> {
+    crate::rows::find(name).ok_or_else(|| {
+        Failure::bad_input(format!(
+            "unknown stage `{name}`; the stages are {}, and the library rows {}",
+            stages::names(),
+            crate::libraries::names()
+        ))
+    })
+}
+
+pub use run::launcher as stage_launcher;
 
 /// The scenario called `name`, or a clear error naming the choices.
 pub fn scenario_named(name: &str) -> Result<&'static Scenario, Failure> {

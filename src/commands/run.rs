@@ -2,17 +2,18 @@
 
 use std::path::Path;
 
+use harness::Scenario;
 use harness::check::{Finding, verdict_words};
 use harness::holder::Launcher;
 use harness::observe::sequence_diagram;
 use harness::server::Backend;
 use harness::workload::{Fencing, ReleaseOrder, RequestIds};
-use harness::{Scenario, ScenarioEnv};
 use lockcore::StageEntry;
 
 use crate::Failure;
 use crate::render::html::Mermaid;
 use crate::render::story::{self, Told};
+use crate::rows::Row;
 
 /// How the CLI starts holder processes: itself, with the hidden `holder`
 /// subcommand.
@@ -48,11 +49,8 @@ pub struct Output<'a> {
 
 /// Runs `scenario` against `stage` and prints the timeline (or diagram)
 /// and the verdict.
-pub async fn run(
-    stage: StageEntry,
-    scenario: &Scenario,
-    output: Output<'_>,
-) -> Result<(), Failure> {
+pub async fn run(row: &Row, scenario: &Scenario, output: Output<'_>) -> Result<(), Failure> {
+    let stage = row.entry;
     let d = stage.description;
     // The page's folder is checked before the story runs, not after.
     if let Some(page) = output.html {
@@ -84,7 +82,8 @@ pub async fn run(
         say(format!("verdict: n/a ({reason})"));
         return Ok(());
     }
-    let env = ScenarioEnv::new(Backend::from_env()?, launcher(&stage)?, output.fencing)
+    let env = row
+        .env(Backend::from_env()?, output.fencing)?
         .with_request_ids(output.request_ids)
         .with_release_order(output.release_order);
     let recorder = env.recorder.clone();

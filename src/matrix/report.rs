@@ -239,6 +239,7 @@ pub fn expected_label(expected: &Expected) -> String {
     match expected {
         Expected::Verdict(verdict) => verdict.to_string(),
         Expected::NotApplicable => "n/a".to_owned(),
+        Expected::Unrecorded => "anything (no expected row)".to_owned(),
     }
 }
 

@@ -379,6 +379,11 @@ pub struct ScenarioEnv {
     /// of starting its own: the matrix shares one among the cells whose
     /// story leaves the ensemble alone. `None`: the run starts its own.
     pub shared_zookeeper: Option<Arc<SharedZooKeeper>>,
+    /// `Some` on a row that is a command (`--holder-cmd`, a library's
+    /// adapter): every client of the story is a holder process running it
+    /// ([`crate::holder::remote`]), and so is every holder the story kills
+    /// or freezes (`launcher` is the same command).
+    pub holder_command: Option<Launcher>,
 }
 
 /// The timeline of the run a scenario started last, held outside the run:
@@ -425,6 +430,18 @@ impl ScenarioEnv {
             release_order: ReleaseOrder::default(),
             recorder: FlightRecorder::new(),
             shared_zookeeper: None,
+            holder_command: None,
+        }
+    }
+
+    /// The same environment for a row that is `command`: every client, and
+    /// every holder process, runs it.
+    #[must_use]
+    pub fn with_holder_command(self, command: Launcher) -> Self {
+        Self {
+            launcher: command.clone(),
+            holder_command: Some(command),
+            ..self
         }
     }
 

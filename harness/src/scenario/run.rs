@@ -278,6 +278,7 @@ impl Run {
             history: History::new(timeline.clone()),
             fencing: env.fencing,
             request_ids: env.request_ids,
+            holder_command: env.holder_command.clone(),
         };
         factory.history.push(
             "harness",

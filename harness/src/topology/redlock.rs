@@ -55,8 +55,15 @@ async fn node_holds(url: &str, key: &str, value: &str) -> Result<bool> {
     let kind: String = redis::cmd("TYPE").arg(key).query_async(&mut conn).await?;
     Ok(match kind.as_str() {
         "string" => {
-            let current: Option<String> = redis::cmd("GET").arg(key).query_async(&mut conn).await?;
-            current.as_deref() == Some(value)
+            // A library may store raw bytes (rslock: 20 random ones); the
+            // holder protocol and MONITOR show a byte that is not UTF-8 as
+            // the character of that number.
+            let current: Option<Vec<u8>> =
+                redis::cmd("GET").arg(key).query_async(&mut conn).await?;
+            current.is_some_and(|bytes| match std::str::from_utf8(&bytes) {
+                Ok(text) => text == value,
+                Err(_) => bytes.iter().map(|&b| char::from(b)).eq(value.chars()),
+            })
         }
         "hash" => {
             redis::cmd("HEXISTS")

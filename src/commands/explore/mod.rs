@@ -24,8 +24,7 @@ use harness::workload::Fencing;
 use indicatif::{ProgressBar, ProgressStyle};
 use lockcore::StageEntry;
 
-use super::run::launcher;
-use super::stage_named;
+use crate::rows::{self, Row};
 use crate::{Failure, stages};
 
 /// The most clients a trial may have: they are named client-A to client-Z.
@@ -87,11 +86,22 @@ pub struct Args {
     /// mutual-exclusion, oversold, foreign-delete, stale-write, liveness.
     #[arg(long = "until-found", value_name = "CHECK")]
     until_found: Vec<String>,
+    /// Explore your own lock: a command that speaks the holder protocol
+    /// (the book's "Bring your own lock"). Alone (no `--stage`), the only row.
+    #[arg(long, value_name = "COMMAND", requires = "name")]
+    holder_cmd: Option<String>,
+    /// The name of the `--holder-cmd` row.
+    #[arg(long, requires = "holder_cmd")]
+    name: Option<String>,
+    /// A lock library's row (repeatable), or `all`: see `lockstages list`.
+    #[arg(long = "library", value_name = "NAME")]
+    libraries: Vec<String>,
 }
 
 /// Runs `explore`.
 pub async fn run(args: Args) -> Result<(), Failure> {
-    let stages = chosen_stages(&args.stages)?;
+    let rows = chosen_rows(&args)?;
+    let stages: Vec<StageEntry> = rows.iter().map(|r| r.entry).collect();
     let kinds = chosen_kinds(&args.kinds)?;
     if args.clients == 0 || args.clients > MOST_CLIENTS {
         return Err(Failure::bad_input(format!(
@@ -115,7 +125,11 @@ pub async fn run(args: Args) -> Result<(), Failure> {
     // Fail early, with the installation hint, when no Redis can be had.
     let backend = harness::server::Backend::from_env()?;
     let env_for = |stage: &StageEntry| -> Result<ScenarioEnv, Failure> {
-        Ok(ScenarioEnv::new(backend.clone(), launcher(stage)?, fencing))
+        let row = rows
+            .iter()
+            .find(|r| r.name() == stage.description.name)
+            .ok_or_else(|| Failure::failed(format!("no row {}", stage.description.name)))?;
+        row.env(backend.clone(), fencing)
     };
     if let Some(replay) = &args.replay {
         let [stage] = stages[..] else {
@@ -253,7 +267,15 @@ async fn replay_trial(env: &ScenarioEnv, spec: &TrialSpec, args: &Args) -> Resul
 
 /// The command-line options that shape a schedule, for replay lines.
 fn args_line(args: &Args, stage: &StageEntry, kinds: &[Kind]) -> String {
-    let mut line = format!("--stage {}", stage.description.name);
+    let name = stage.description.name;
+    let mut line = if !rows::is_command(stage) {
+        format!("--stage {name}")
+    } else if crate::libraries::find(name).is_some() {
+        format!("--library {name}")
+    } else {
+        let command = args.holder_cmd.as_deref().unwrap_or_default();
+        format!("--holder-cmd '{command}' --name {name}")
+    };
     if !args.kinds.is_empty() || args.check_matrix {
         for kind in kinds {
             line.push_str(&format!(" --kind {kind}"));
@@ -268,11 +290,17 @@ fn args_line(args: &Args, stage: &StageEntry, kinds: &[Kind]) -> String {
     line
 }
 
-fn chosen_stages(names: &[String]) -> Result<Vec<StageEntry>, Failure> {
-    if names.is_empty() {
-        return Ok(stages::STAGES.to_vec());
+/// The rows `--stage`, `--library` and `--holder-cmd` ask for; every stage
+/// when none does.
+fn chosen_rows(args: &Args) -> Result<Vec<Row>, Failure> {
+    let mut rows = super::matrix::chosen_rows(&args.stages, &args.libraries)?;
+    if let (Some(command), Some(name)) = (&args.holder_cmd, &args.name) {
+        rows.push(Row::holder_command(name, command)?);
     }
-    names.iter().map(|s| stage_named(s)).collect()
+    if rows.is_empty() {
+        rows = stages::STAGES.iter().copied().map(Row::stage).collect();
+    }
+    Ok(rows)
 }
 
 fn chosen_checks(names: &[String]) -> Result<Vec<Finding>, Failure> {

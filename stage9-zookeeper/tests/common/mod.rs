@@ -103,6 +103,7 @@ impl World {
             history: History::new(timeline),
             fencing,
             request_ids: Default::default(),
+            holder_command: None,
         };
         factory.history.push(
             "harness",

@@ -1,0 +1,3 @@
+#!/bin/sh
+# A holder that reads every request and answers none.
+cat >/dev/null
