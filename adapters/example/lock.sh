@@ -36,7 +36,8 @@ RPUSH $orders $name" >/dev/null
     answer "sold $arg" ;;
   release)
     deleted=$(redis "$lock" EVAL "\"if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0\"" 1 "$key" "$value")
-    if [ "$deleted" = 1 ]; then answer released deleted; else answer not-owner; fi ;;
+    # 0: the key is gone or another's (our TTL ran out): nothing deleted.
+    if [ "$deleted" = 1 ]; then answer released deleted; else answer released nothing; fi ;;
   wait-lost) answer lost no ;;
   *) answer "error lock.sh cannot do \`$request $arg\`" ;;
   esac

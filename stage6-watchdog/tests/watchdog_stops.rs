@@ -87,6 +87,9 @@ async fn a_crashed_clients_watchdog_stops_by_itself() {
         renewal,
     );
     assert!(after_acquire >= 1, "the watchdog renewed before the crash");
-    assert_eq!(after_crash, 0, "no renewal after the crash");
+    // A renewal the watchdog had already sent (it found the client alive,
+    // then the client died) may still land after the crash, as at an
+    // unlock; none is started after it. Seen once under a loaded machine.
+    assert!(after_crash <= 1, "no renewal started after the crash");
     drop((a, held));
 }
