@@ -185,6 +185,14 @@ fn print_verdicts(q: &Question, ran: &[Ran], predicted: Option<&BTreeSet<String>
     let keys = q.choice_keys();
     let mut observed_yes = BTreeSet::new();
     let (mut right, mut judged) = (0, 0);
+    // The labels' column: 38 wide, or the longest label's width.
+    let label_width = q
+        .runs
+        .iter()
+        .map(|p| p.label().len())
+        .max()
+        .unwrap_or(0)
+        .max(38);
     for i in q.shown_order() {
         let (key, probe, ran) = (&keys[i], q.runs[i], &ran[i]);
         let (verdict, observed) = match ran {
@@ -215,7 +223,7 @@ fn print_verdicts(q: &Question, ran: &[Ran], predicted: Option<&BTreeSet<String>
             Mark::Unjudged => String::new(),
         };
         println!(
-            "  {key:>2}  {:<38} {} {answer:<4} {remark}",
+            "  {key:>2}  {:<label_width$} {} {answer:<4} {remark}",
             probe.label(),
             paint_verdict(&verdict, ran, style),
         );
