@@ -16,8 +16,10 @@ use crate::error::{HarnessError, Result};
 use crate::fault::FaultPlan;
 use crate::guard::LockGuard;
 use crate::history::{History, Op};
+use crate::holder::handle::HolderProcess;
+use crate::holder::launcher::Launcher;
+use crate::holder::protocol::HolderSpec;
 use crate::holder::remote::RemoteLock;
-use crate::holder::{HolderSpec, Launcher};
 use crate::workload::{Database, Fencing, OpenSale, RequestIds, Sale};
 
 // A client's releases answer with it. It is defined with the guard, below
@@ -48,6 +50,40 @@ pub struct ClientFactory {
 }
 
 impl ClientFactory {
+    /// What a holder process called `name` of these clients needs.
+    pub fn holder_spec(&self, name: &str) -> HolderSpec {
+        self.holder_spec_at(name, self.lock_urls.clone())
+    }
+
+    /// Like [`ClientFactory::holder_spec`], with the lock at `lock_urls`.
+    pub fn holder_spec_at(&self, name: &str, lock_urls: Vec<String>) -> HolderSpec {
+        let config = &self.config;
+        HolderSpec {
+            stage: self.stage.description.name.to_owned(),
+            name: name.to_owned(),
+            lock_urls,
+            db_url: self.db_url.clone(),
+            key: config.key.clone(),
+            ttl: config.ttl,
+            retry_interval: config.retry_interval,
+            watchdog_timeout: config.watchdog_timeout,
+            drift_factor: config.drift_factor,
+            fencing: self.fencing.label().to_owned(),
+            request_ids: self.request_ids == RequestIds::Checked,
+        }
+    }
+
+    /// Starts one of these clients as a holder process called `name`, which
+    /// a story can kill, freeze or stall.
+    pub fn spawn_holder(&self, launcher: &Launcher, name: &str) -> Result<HolderProcess> {
+        HolderProcess::spawn(
+            launcher,
+            &self.holder_spec(name),
+            self.history.clone(),
+            self.fencing,
+        )
+    }
+
     /// Connects a client called `name` (`client-A`…).
     pub async fn client(&self, name: &str) -> Result<Client> {
         self.client_at(name, self.lock_urls.clone()).await
@@ -66,7 +102,7 @@ impl ClientFactory {
         let plan = FaultPlan::new(name, self.history.timeline().clone());
         let faults = FaultPoints::with_hook(plan.clone());
         if let Some(launcher) = &self.holder_command {
-            let spec = HolderSpec::at(self, name, lock_urls);
+            let spec = self.holder_spec_at(name, lock_urls);
             let remote = Arc::new(RemoteLock::spawn(
                 launcher,
                 &spec,

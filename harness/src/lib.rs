@@ -48,6 +48,7 @@ pub mod fault;
 pub mod guard;
 pub mod history;
 pub mod holder;
+pub mod holder_child;
 pub mod observe;
 pub mod process;
 pub mod scenario;

@@ -23,7 +23,7 @@ pub fn serve(stage: Option<&str>, library: Option<&str>) -> ExitCode {
     let stage = stage.unwrap_or_default();
     match stages::find(stage) {
         Some(stage) => {
-            harness::holder::serve_from_env(&[stage]);
+            harness::holder_child::serve_from_env(&[stage]);
             ExitCode::SUCCESS
         }
         None => {

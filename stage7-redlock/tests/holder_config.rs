@@ -2,7 +2,6 @@
 //! with the configuration it was given, every field of it. Stage 7's drift
 //! factor is the field a child used to lose (it fell back to the default).
 
-use harness::holder::HolderProcess;
 use harness::scenario::{Run, ScenarioEnv};
 use harness::{HarnessError, holder::Launcher};
 
@@ -19,7 +18,7 @@ async fn a_holder_process_runs_with_the_drift_factor_it_was_given() -> Result<()
     // lock at once.
     let mut given = run.factory.clone();
     given.config.drift_factor = 0.999;
-    let mut doubtful = HolderProcess::spawn(&run.env.launcher, &given, "client-A")?;
+    let mut doubtful = given.spawn_holder(&run.env.launcher, "client-A")?;
     match doubtful.acquire(patience).await {
         Ok(taken) => panic!(
             "a holder given drift factor 0.999 answered {taken} instead of refusing its configuration: it ran with another factor"
@@ -31,7 +30,7 @@ async fn a_holder_process_runs_with_the_drift_factor_it_was_given() -> Result<()
     }
 
     // The same child with the run's own factor takes the same free lock.
-    let mut trusting = HolderProcess::spawn(&run.env.launcher, &run.factory, "client-B")?;
+    let mut trusting = run.factory.spawn_holder(&run.env.launcher, "client-B")?;
     assert!(
         trusting.acquire(patience).await?,
         "a holder with the default drift factor could not take a free lock"

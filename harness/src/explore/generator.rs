@@ -98,7 +98,7 @@ impl Workload<'_> {
     }
 
     fn spawn(&self, name: &str, state: &Slot) -> Result<HolderProcess> {
-        let holder = HolderProcess::spawn(self.launcher, self.factory, name)?;
+        let holder = self.factory.spawn_holder(self.launcher, name)?;
         state.pid.store(holder.pid(), Ordering::SeqCst);
         Ok(holder)
     }

@@ -6,7 +6,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use super::ANSWER_WITHIN;
+use super::protocol::ANSWER_WITHIN;
 use crate::error::{HarnessError, Result};
 
 /// How to start a holder process.

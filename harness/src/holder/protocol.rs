@@ -102,7 +102,7 @@
 use std::str::FromStr;
 use std::time::Duration;
 
-use lockcore::{Acquired, Release};
+use lockcore::{Acquired, LockConfig, Release};
 
 use crate::error::{HarnessError, Result};
 use crate::workload::Sale;
@@ -281,6 +281,62 @@ pub fn lost(answer: &str) -> Result<bool> {
         "lost yes" => Ok(true),
         "lost no" => Ok(false),
         _ => Err(malformed(answer, "`lost yes` or `lost no`")),
+    }
+}
+
+/// How long a holder may take to answer a request, beyond what the request
+/// itself may wait. A Python adapter starts in under a second here; a
+/// holder that answers nothing in this long is not going to.
+pub const ANSWER_WITHIN: Duration = Duration::from_secs(20);
+
+/// Everything a holder process needs, as it crosses the process boundary:
+/// the parent's [`ClientFactory`](crate::client::ClientFactory) without its history, every field of the
+/// [`LockConfig`] included (stage 7's drift factor too).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct HolderSpec {
+    /// The stage the holder runs (`stage6-fair`): a test binary may serve
+    /// more than one ([`holder_entry!`](crate::holder_entry)).
+    #[serde(default)]
+    pub stage: String,
+    /// `client-A`…
+    pub name: String,
+    /// Where the lock lives.
+    pub lock_urls: Vec<String>,
+    /// Where the stock lives.
+    pub db_url: String,
+    /// [`LockConfig::key`].
+    pub key: String,
+    /// [`LockConfig::ttl`].
+    pub ttl: Duration,
+    /// [`LockConfig::retry_interval`].
+    pub retry_interval: Duration,
+    /// [`LockConfig::watchdog_timeout`].
+    pub watchdog_timeout: Duration,
+    /// [`LockConfig::drift_factor`].
+    pub drift_factor: f64,
+    /// [`Fencing::label`].
+    pub fencing: String,
+    /// Whether the resource checks request ids ([`RequestIds::Checked`](crate::workload::RequestIds::Checked)).
+    #[serde(default)]
+    pub request_ids: bool,
+}
+
+impl HolderSpec {
+    /// The configuration the child's lock runs with.
+    pub fn config(&self) -> LockConfig {
+        LockConfig {
+            key: self.key.clone(),
+            ttl: self.ttl,
+            retry_interval: self.retry_interval,
+            watchdog_timeout: self.watchdog_timeout,
+            drift_factor: self.drift_factor,
+        }
+    }
+
+    /// Reads a spec from its JSON text; malformed text is an error.
+    pub fn from_json(text: &str) -> Result<Self> {
+        serde_json::from_str(text)
+            .map_err(|e| HarnessError::Holder(format!("malformed {ENV_SPEC}: {e}")))
     }
 }
 

@@ -18,9 +18,10 @@ use async_trait::async_trait;
 use lockcore::{Acquired, Description, DistributedLock, FaultPoints, LockError, Point, Release};
 use tokio::sync::Mutex;
 
+use super::launcher::Launcher;
 use super::protocol;
+use super::protocol::HolderSpec;
 use super::wire::Wire;
-use super::{HolderSpec, Launcher};
 use crate::error::{HarnessError, Result};
 use crate::process::{self, Signal};
 use crate::workload::Sale;

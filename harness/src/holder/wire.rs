@@ -12,8 +12,9 @@ use std::time::Duration;
 
 use tokio::sync::mpsc;
 
+use super::launcher::Launcher;
+use super::protocol::HolderSpec;
 use super::protocol::{ENV_SPEC, PREFIX};
-use super::{HolderSpec, Launcher};
 use crate::error::{HarnessError, Result};
 use crate::process;
 

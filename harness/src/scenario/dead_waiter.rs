@@ -14,7 +14,6 @@ use lockcore::{Description, StageEntry};
 
 use super::{Recorded, Run, ScenarioEnv};
 use crate::error::{HarnessError, Result};
-use crate::holder::HolderProcess;
 
 pub(super) fn not_applicable(stage: &Description) -> Option<&'static str> {
     if super::ensemble::on_consensus_store(stage) {
@@ -45,7 +44,7 @@ pub(super) async fn run(stage: StageEntry, env: ScenarioEnv) -> Result<Recorded>
     let mut holder = run.holder_holding_the_lock("client-A").await?;
 
     // B asks for as long as the story lasts; it dies waiting.
-    let mut waiter = HolderProcess::spawn(&run.env.launcher, &run.factory, "client-B")?;
+    let mut waiter = run.factory.spawn_holder(&run.env.launcher, "client-B")?;
     waiter.start_waiting(patience * 10)?;
     run.wait_until_asked("client-B", patience * 10).await?;
 

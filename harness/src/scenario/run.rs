@@ -462,7 +462,7 @@ impl Run {
 
     /// Starts a holder process called `name` that takes the (free) lock.
     pub async fn holder_holding_the_lock(&self, name: &str) -> Result<HolderProcess> {
-        let mut holder = HolderProcess::spawn(&self.env.launcher, &self.factory, name)?;
+        let mut holder = self.factory.spawn_holder(&self.env.launcher, name)?;
         if holder.acquire(self.env.timing.patience()).await? {
             Ok(holder)
         } else {

@@ -194,8 +194,10 @@ impl World {
     /// A holder in a process of its own (this test binary again) that has
     /// taken the free lock.
     pub async fn holder_holding_the_lock(&self, name: &str) -> HolderProcess {
-        let mut holder =
-            HolderProcess::spawn(&Launcher::this_test_binary(), &self.factory, name).unwrap();
+        let mut holder = self
+            .factory
+            .spawn_holder(&Launcher::this_test_binary(), name)
+            .unwrap();
         assert!(
             holder.acquire(patience()).await.unwrap(),
             "{name} could not take a free lock"

@@ -1,4 +1,4 @@
-//! The Rust child: serves the protocol ([`super::protocol`]) on stdin and
+//! The Rust child: serves the protocol ([`crate::holder::protocol`]) on stdin and
 //! stdout with a client of one of this workspace's stages. A stage's test
 //! binary runs it through [`holder_entry!`](crate::holder_entry), the CLI
 //! through its hidden `holder` subcommand.
@@ -8,12 +8,11 @@ use std::io::Write;
 use lockcore::{Acquired, Point, StageEntry};
 use tokio::io::AsyncBufReadExt;
 
-use super::HolderSpec;
-use super::protocol::{self, millis, number};
 use crate::client::{Client, ClientFactory};
 use crate::error::{HarnessError, Result};
 use crate::guard::Released;
 use crate::history::History;
+use crate::holder::protocol::{self, HolderSpec, millis, number};
 use crate::observe::Timeline;
 use crate::workload::{Fencing, RequestIds};
 
