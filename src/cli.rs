@@ -80,20 +80,9 @@ pub enum Command {
         /// one page per cell with its diagram and timeline.
         #[arg(long, value_name = "DIR")]
         html: Option<std::path::PathBuf>,
-        /// Add your own lock as a row: a command that speaks the holder
-        /// protocol (the book's "Bring your own lock"). It has no expected
-        /// row: its cells are shown, not compared, and only a cell that
-        /// could not run makes the matrix fail. Alone (no `--stage`), it is
-        /// the only row.
-        #[arg(long, value_name = "COMMAND", requires = "name")]
-        holder_cmd: Option<String>,
-        /// The name of the `--holder-cmd` row.
-        #[arg(long, requires = "holder_cmd")]
-        name: Option<String>,
-        /// Add a lock library's row (repeatable), or `all`: see
-        /// `lockstages list`. Alone (no `--stage`), only library rows run.
-        #[arg(long = "library", value_name = "NAME")]
-        libraries: Vec<String>,
+        /// Rows besides the stages.
+        #[command(flatten)]
+        rows: RowOptions,
     },
     /// Runs every story the book shows and writes its timelines and
     /// diagrams into book/src/generated/.
@@ -141,4 +130,22 @@ pub enum Command {
         #[arg(long)]
         library: Option<String>,
     },
+}
+
+/// Rows besides the stages, for `matrix` and `explore`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct RowOptions {
+    /// Add your own lock as a row: a command that speaks the holder
+    /// protocol (the book's "Bring your own lock"). It has no expected
+    /// row: its cells are shown, not compared, and only a cell that could
+    /// not run is a failure. Alone (no `--stage`), it is the only row.
+    #[arg(long, value_name = "COMMAND", requires = "name")]
+    pub holder_cmd: Option<String>,
+    /// The name of the `--holder-cmd` row.
+    #[arg(long, requires = "holder_cmd")]
+    pub name: Option<String>,
+    /// Add a lock library's row (repeatable), or `all`: see
+    /// `lockstages list`. Alone (no `--stage`), only library rows run.
+    #[arg(long = "library", value_name = "NAME")]
+    pub libraries: Vec<String>,
 }

@@ -6,6 +6,7 @@ use harness::{Scenario, ScenarioEnv};
 use lockcore::StageEntry;
 
 use super::{scenario_named, stage_named, write_file};
+use crate::cli::RowOptions;
 use crate::matrix::{self, Report};
 use crate::render::{
     self,
@@ -15,17 +16,15 @@ use crate::render::{
 use crate::rows::{self, Row};
 use crate::{Failure, libraries, stages};
 
-/// The rows `--stage` and `--library` ask for: every stage when neither
-/// does; `--library all` is every library.
-pub fn chosen_rows(
-    stage_filter: &[String],
-    library_filter: &[String],
-) -> Result<Vec<Row>, Failure> {
+/// The rows `--stage`, `--library` and `--holder-cmd` ask for, in that
+/// order (`--library all` is every library); none when no option names a
+/// row, and then the caller runs every stage.
+pub fn chosen_rows(stage_filter: &[String], options: &RowOptions) -> Result<Vec<Row>, Failure> {
     let mut rows: Vec<Row> = stage_filter
         .iter()
         .map(|s| stage_named(s).map(Row::stage))
         .collect::<Result<_, _>>()?;
-    for name in library_filter {
+    for name in &options.libraries {
         if name == "all" {
             rows.extend(libraries::LIBRARIES.iter().map(|l| l.row()));
             continue;
@@ -37,6 +36,9 @@ pub fn chosen_rows(
             ))
         })?;
         rows.push(library.row());
+    }
+    if let (Some(command), Some(name)) = (&options.holder_cmd, &options.name) {
+        rows.push(Row::holder_command(name, command)?);
     }
     Ok(rows)
 }

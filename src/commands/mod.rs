@@ -54,14 +54,9 @@ pub async fn dispatch(command: Command) -> Result<(), Failure> {
             out,
             jobs,
             html,
-            holder_cmd,
-            name,
-            libraries,
+            rows,
         } => {
-            let mut rows = matrix::chosen_rows(&stages, &libraries)?;
-            if let (Some(command), Some(name)) = (holder_cmd, name) {
-                rows.push(crate::rows::Row::holder_command(&name, &command)?);
-            }
+            let rows = matrix::chosen_rows(&stages, &rows)?;
             matrix::run(&rows, &scenarios, json, &out, jobs, html.as_deref()).await
         }
         Command::BookAssets {

@@ -86,16 +86,9 @@ pub struct Args {
     /// mutual-exclusion, oversold, foreign-delete, stale-write, liveness.
     #[arg(long = "until-found", value_name = "CHECK")]
     until_found: Vec<String>,
-    /// Explore your own lock: a command that speaks the holder protocol
-    /// (the book's "Bring your own lock"). Alone (no `--stage`), the only row.
-    #[arg(long, value_name = "COMMAND", requires = "name")]
-    holder_cmd: Option<String>,
-    /// The name of the `--holder-cmd` row.
-    #[arg(long, requires = "holder_cmd")]
-    name: Option<String>,
-    /// A lock library's row (repeatable), or `all`: see `lockstages list`.
-    #[arg(long = "library", value_name = "NAME")]
-    libraries: Vec<String>,
+    /// Rows besides the stages.
+    #[command(flatten)]
+    rows: crate::cli::RowOptions,
 }
 
 /// Runs `explore`.
@@ -273,7 +266,7 @@ fn args_line(args: &Args, stage: &StageEntry, kinds: &[Kind]) -> String {
     } else if crate::libraries::find(name).is_some() {
         format!("--library {name}")
     } else {
-        let command = args.holder_cmd.as_deref().unwrap_or_default();
+        let command = args.rows.holder_cmd.as_deref().unwrap_or_default();
         format!("--holder-cmd '{command}' --name {name}")
     };
     if !args.kinds.is_empty() || args.check_matrix {
@@ -293,10 +286,7 @@ fn args_line(args: &Args, stage: &StageEntry, kinds: &[Kind]) -> String {
 /// The rows `--stage`, `--library` and `--holder-cmd` ask for; every stage
 /// when none does.
 fn chosen_rows(args: &Args) -> Result<Vec<Row>, Failure> {
-    let mut rows = super::matrix::chosen_rows(&args.stages, &args.libraries)?;
-    if let (Some(command), Some(name)) = (&args.holder_cmd, &args.name) {
-        rows.push(Row::holder_command(name, command)?);
-    }
+    let mut rows = super::matrix::chosen_rows(&args.stages, &args.rows)?;
     if rows.is_empty() {
         rows = stages::STAGES.iter().copied().map(Row::stage).collect();
     }
