@@ -21,6 +21,7 @@ now_ms() { date +%s%3N; }
 n=0
 while read -r request arg; do
   case $request in
+  ping) answer pong ;;
   acquire)
     n=$((n + 1)); value="$name-$$-$n"; until=$(( $(now_ms) + arg ))
     while [ "$(redis "$lock" SET "$key" "$value" NX PX "$ttl_ms")" != OK ]; do

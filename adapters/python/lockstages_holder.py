@@ -18,16 +18,25 @@ The protocol, as this module serves it:
 
   | request               | answer                                                |
   |-----------------------|-------------------------------------------------------|
+  | `ping`                | `pong`: asked once, when the holder has started       |
   | `acquire <ms>`        | `acquired <value> <token or ->` or `not-acquired`      |
   | `read`                | `stock <n>`                                           |
   | `sell <read>`         | `sold <read>`, `sold-out`, `rejected <token>`,        |
   |                       | `duplicate`                                           |
-  | `release`             | `released deleted`, `released nothing`, `not-owner`   |
+  | `release`             | `released deleted`, `released nothing` (the library  |
+  |                       | said the lock was not ours: nothing deleted)          |
   | `wait-lost <ms>`      | `lost yes` or `lost no`                               |
   | `stall <point> <ms>`  | `stalling`                                            |
 
-  Anything wrong (a malformed request, a library's exception, a server that
-  does not answer) is `@holder error <what>`, never a made-up answer.
+  A lock's server that refused a command or could not be reached, as the library
+  reports it (redis-py's `ConnectionError`, `TimeoutError` or an error
+  reply such as `NOREPLICAS` or `OOM`; kazoo's lost connection or expired
+  session), is `@holder failed <what>`: the lock's failure, which the story
+  hears as it hears a stage's Redis error. Anything else wrong (a malformed
+  request, any other exception of a library) is `@holder error <what>`,
+  never a made-up answer. A library that cannot take part in the story at
+  all (a topology it does not take) says so once, before any request:
+  `@holder n/a <reason>` (raise `NotApplicable`).
 
 What this module cannot do is stop a library *inside* its own code: the
 Rust stages have fault points between two commands of their acquire or
@@ -75,12 +84,19 @@ KNOWN_POINTS = (
     BEFORE_RELEASE,
 )
 FENCING_MODES = ("write-only", "reads-and-writes", "none")
+# The requests that talk to the lock's servers, not the stock's.
+LOCK_REQUESTS = ("acquire", "release", "wait-lost")
 SENTINEL_SCHEME = "redis+sentinel://"
 CLUSTER_SCHEME = "redis+cluster://"
 
 
 class HolderError(Exception):
     """An error to answer as `@holder error ...`: its text says what was wrong."""
+
+
+class NotApplicable(Exception):
+    """The library cannot take part in the story (a topology it does not
+    take): answered `@holder n/a <reason>`, and the cell is n/a."""
 
 
 # --------------------------------------------------------------------------
@@ -235,8 +251,8 @@ class Library:
     """One library, as its adapter wraps it.
 
     `acquire(wait_seconds)` returns a `Held` or None (not granted in time);
-    `release(held)` returns one of `released deleted`, `released nothing`,
-    `not-owner`. `lost(held, within_seconds)` says whether the library
+    `release(held)` returns `released deleted` or `released nothing` (the
+    library found the lock not ours, or gone, and deleted nothing). `lost(held, within_seconds)` says whether the library
     signalled that the lock was lost; a library with no such signal says no
     at once, as a Rust stage without one does.
     """
@@ -291,6 +307,8 @@ class Holder:
         """The answer to one request line (without the prefix)."""
         words = line.split()
         match words:
+            case ["ping"]:
+                return "pong"
             case ["acquire", ms]:
                 held = self.library.acquire(_millis(ms, line))
                 if held is None:
@@ -333,6 +351,19 @@ def answer(text: str) -> None:
     sys.stdout.flush()
 
 
+def server_failure(error: BaseException) -> bool:
+    """Whether `error` is the lock's server refusing or out of reach, as
+    the library reports it (not a bug of the library or of the adapter)."""
+    from redis.exceptions import ConnectionError, ResponseError, TimeoutError
+
+    if isinstance(error, (ConnectionError, TimeoutError, ResponseError)):
+        return True
+    kazoo = sys.modules.get("kazoo.exceptions")
+    return kazoo is not None and isinstance(
+        error, (kazoo.ConnectionLoss, kazoo.SessionExpiredError, kazoo.OperationTimeoutError)
+    )
+
+
 def describe(error: BaseException) -> str:
     """An exception as an error answer: its type says which library raised it."""
     if isinstance(error, HolderError):
@@ -362,6 +393,9 @@ def serve(label: str, make_library: Callable[[Spec], Library]) -> int:
         db = redis_client(spec.db_url, spec.name)
         stock = Stock(db, spec.key, spec.name, spec.fencing, spec.request_ids)
         holder = Holder(make_library(spec), stock)
+    except NotApplicable as e:
+        answer(f"n/a {e}")
+        return 2
     except Exception as e:  # noqa: BLE001 - every failure becomes an answer
         # Answered before any request: the parent reads it as the answer to
         # its first one, which names this holder.
@@ -374,6 +408,10 @@ def serve(label: str, make_library: Callable[[Spec], Library]) -> int:
         try:
             reply = holder.handle(line)
         except Exception as e:  # noqa: BLE001
-            reply = f"error {label}: {describe(e)}"
+            # The lock's server failing is the lock's failure; the stock's
+            # server is never faulted, so its failing is an error.
+            lock_request = line.split()[0] in LOCK_REQUESTS
+            kind = "failed" if lock_request and server_failure(e) else "error"
+            reply = f"{kind} {label}: {describe(e)}"
         answer(reply)
     return 0

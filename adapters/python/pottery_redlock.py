@@ -34,7 +34,9 @@ def make(spec: holder.Spec) -> holder.Library:
             held.lock.release()
         except ReleaseUnlockedLock:
             # Fewer than a majority of masters held our value (or answered).
-            return "not-owner"
+            # Its compare-and-delete deleted nothing, stage 5's answer
+            # (`not-owner` would say this client held no lock at all).
+            return "released nothing"
         return "released deleted"
 
     return holder.Library(acquire=acquire, release=release)

@@ -54,6 +54,11 @@ def make(spec: holder.Spec, mode: str) -> holder.Library:
             f"python-redis-lock keeps its lock at lock:<name>; the spec's key `{spec.key}` "
             "does not start with lock:"
         )
+    if spec.lock_urls[0].startswith(holder.CLUSTER_SCHEME):
+        raise holder.NotApplicable(
+            "python-redis-lock takes a redis.StrictRedis of one server; a cluster client "
+            "is refused (its strict=True default)"
+        )
     name = spec.key[len("lock:"):]
     client = holder.redis_client(spec.lock_urls[0], spec.name)
     expire = None if mode == "--no-expire" else whole_seconds(spec.ttl)
@@ -82,7 +87,9 @@ def make(spec: holder.Spec, mode: str) -> holder.Library:
             held.lock.release()
         except redis_lock.NotAcquired:
             # Its unlock script found another id, or none.
-            return "not-owner"
+            # Its compare-and-delete deleted nothing, stage 5's answer
+            # (`not-owner` would say this client held no lock at all).
+            return "released nothing"
         return "released deleted"
 
     return holder.Library(acquire=acquire, release=release)

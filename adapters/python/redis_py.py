@@ -42,7 +42,9 @@ def make(spec: holder.Spec, timeout: bool) -> holder.Library:
             held.lock.release()
         except LockError:
             # LockNotOwnedError: its script found another value, or none.
-            return "not-owner"
+            # Its compare-and-delete deleted nothing, stage 5's answer
+            # (`not-owner` would say this client held no lock at all).
+            return "released nothing"
         return "released deleted"
 
     return holder.Library(acquire=acquire, release=release)

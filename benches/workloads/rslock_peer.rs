@@ -23,6 +23,7 @@ pub const DESCRIPTION: Description = Description {
     reentrant: false,
     nodes: 1,
     fault_points: &[],
+    home: lockcore::Home::REDIS,
 };
 
 /// rslock's default number of tries per `lock` call.

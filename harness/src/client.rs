@@ -75,13 +75,14 @@ impl ClientFactory {
 
     /// Starts one of these clients as a holder process called `name`, which
     /// a story can kill, freeze or stall.
-    pub fn spawn_holder(&self, launcher: &Launcher, name: &str) -> Result<HolderProcess> {
+    pub async fn spawn_holder(&self, launcher: &Launcher, name: &str) -> Result<HolderProcess> {
         HolderProcess::spawn(
             launcher,
             &self.holder_spec(name),
             self.history.clone(),
             self.fencing,
         )
+        .await
     }
 
     /// Connects a client called `name` (`client-A`…).
@@ -103,16 +104,12 @@ impl ClientFactory {
         let faults = FaultPoints::with_hook(plan.clone());
         if let Some(launcher) = &self.holder_command {
             let spec = self.holder_spec_at(name, lock_urls);
-            let remote = Arc::new(RemoteLock::spawn(
-                launcher,
-                &spec,
-                self.stage.description,
-                faults.clone(),
-            )?);
-            self.history.timeline().record(
-                name,
-                format!("holder process started (pid {})", remote.pid()),
-            );
+            let (remote, took) =
+                RemoteLock::spawn(launcher, &spec, self.stage.description, faults.clone()).await?;
+            let remote = Arc::new(remote);
+            self.history
+                .timeline()
+                .record(name, crate::holder::started_line(remote.pid(), took));
             return Ok(Client {
                 name: name.to_owned(),
                 lock: remote.clone(),
@@ -154,11 +151,6 @@ enum Business {
     /// Its holder process, which has the connection.
     Remote(Arc<RemoteLock>),
 }
-
-/// Why a story's step cannot be taken by a holder process: the protocol
-/// has no request for it.
-const NOT_OVER_THE_PROTOCOL: &str = "a holder process sells with a request id of its own and \
-     commits at once: the protocol has no retry of a request id and no open transaction";
 
 /// One client of the workload.
 pub struct Client {
@@ -278,7 +270,9 @@ impl Client {
     fn db(&self) -> Result<&Database> {
         match &self.business {
             Business::Local(db) => Ok(db),
-            Business::Remote(_) => Err(HarnessError::NotApplicable(NOT_OVER_THE_PROTOCOL)),
+            Business::Remote(_) => Err(HarnessError::NotApplicable(
+                crate::holder::remote::NOT_OVER_THE_PROTOCOL,
+            )),
         }
     }
 

@@ -19,6 +19,7 @@ pub const DESCRIPTION: Description = Description {
     reentrant: false,
     nodes: 1,
     fault_points: &[],
+    home: lockcore::Home::REDIS,
 };
 
 /// Says yes to everyone, at once, always.

@@ -99,6 +99,7 @@ async fn serve(stage: StageEntry, spec: HolderSpec) -> Result<()> {
 async fn handle(client: &Client, held: &mut Option<Acquired>, line: &str) -> Result<String> {
     let words: Vec<&str> = line.split_whitespace().collect();
     Ok(match (words.as_slice(), &*held) {
+        (["ping"], _) => "pong".to_owned(),
         (["acquire", ms], _) => match client.acquire(millis(ms, line)?).await? {
             Some(acquired) => {
                 let reply = protocol::acquired_answer(&acquired);

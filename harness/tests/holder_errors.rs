@@ -103,12 +103,22 @@ async fn an_error_answer_is_passed_on_with_the_request() {
 
 #[tokio::test]
 async fn a_lock_whose_server_failed_is_a_redis_error_not_a_broken_holder() {
-    let script = "read line; echo '@holder failed NOREPLICAS Not enough good replicas'; cat";
+    let script = "read line; echo '@holder pong'; \
+                  read line; echo '@holder failed NOREPLICAS Not enough good replicas'; cat";
     let description = row_description("failing", "a lock whose server refuses");
-    let lock = RemoteLock::spawn(&holder(script), &spec(), description, FaultPoints::none())
-        .expect("sh starts");
+    let (lock, _) = RemoteLock::spawn(&holder(script), &spec(), description, FaultPoints::none())
+        .await
+        .expect("sh starts and answers ping");
     match lock.acquire(Duration::from_millis(100)).await {
         Err(LockError::Redis(e)) => assert!(e.to_string().contains("NOREPLICAS"), "{e}"),
         other => panic!("expected the server's error, got {other:?}"),
     }
+}
+
+#[tokio::test]
+async fn a_holder_is_asked_ping_first_and_a_wrong_answer_names_it() {
+    let started = Wire::start(&holder("read line; echo '@holder hello'; cat"), &spec()).await;
+    let error = started.err().expect("`hello` is not `pong`").to_string();
+    assert!(error.contains("`ping`"), "no request in: {error}");
+    assert!(error.contains("malformed answer `hello`"), "{error}");
 }

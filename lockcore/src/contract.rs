@@ -12,9 +12,9 @@ use crate::{Connection, FaultPoints, LockConfig, LockError, Point, ReplyLog};
 /// What a stage says about itself, for listings, timelines and the book.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Description {
-    /// 1 to 8.
+    /// 0 to 10 (a lock library's row: a number of its own).
     pub stage: u8,
-    /// The package name: `stage1` … `stage8`.
+    /// The package name: `stage1` … `stage10`.
     pub name: &'static str,
     /// One line: what this stage adds.
     pub title: &'static str,
@@ -28,6 +28,62 @@ pub struct Description {
     pub nodes: usize,
     /// The fault points the stage's own code reaches, in order.
     pub fault_points: &'static [Point],
+    /// Where the lock keeps its state, and what it makes of the key and
+    /// the TTL it is given.
+    pub home: Home,
+}
+
+/// The kind of server a lock keeps its state in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Store {
+    /// Redis nodes: one, or `nodes` independent masters.
+    Redis,
+    /// A ZooKeeper ensemble (stage 9, kazoo).
+    ZooKeeper,
+    /// An etcd cluster (stage 10).
+    Etcd,
+}
+
+/// Where a lock lives and how it names and times what it keeps there.
+///
+/// The stages keep their lock at exactly the key they are given, for
+/// exactly the TTL. A library we only call may not: pottery keeps its
+/// Redlock at `redlock:<key>`, python-redis-lock takes whole seconds. The
+/// harness reads these to watch the right key and to run a story at a TTL
+/// the lock can take.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Home {
+    /// The servers the lock lives on.
+    pub store: Store,
+    /// What the lock puts before the key it is given, on the servers.
+    pub key_prefix: &'static str,
+    /// The shortest TTL the lock can be given (zero: any); a story with a
+    /// shorter one runs at this one, its other times scaled with it.
+    pub shortest_ttl: Duration,
+}
+
+impl Home {
+    /// A lock on Redis that keeps its key as given, for any TTL.
+    pub const REDIS: Home = Home {
+        store: Store::Redis,
+        key_prefix: "",
+        shortest_ttl: Duration::ZERO,
+    };
+    /// A lock in a ZooKeeper ensemble.
+    pub const ZOOKEEPER: Home = Home {
+        store: Store::ZooKeeper,
+        ..Home::REDIS
+    };
+    /// A lock in an etcd cluster.
+    pub const ETCD: Home = Home {
+        store: Store::Etcd,
+        ..Home::REDIS
+    };
+
+    /// Whether the lock lives in a consensus store (ZooKeeper, etcd).
+    pub fn on_consensus_store(&self) -> bool {
+        self.store != Store::Redis
+    }
 }
 
 /// Proof of a successful acquisition, handed back on release.

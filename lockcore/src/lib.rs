@@ -27,8 +27,8 @@ pub use connect::{
     sentinel_url,
 };
 pub use contract::{
-    Acquired, ClientSetup, ConnectFuture, Description, DistributedLock, LostSignal, Release,
-    StageEntry,
+    Acquired, ClientSetup, ConnectFuture, Description, DistributedLock, Home, LostSignal, Release,
+    StageEntry, Store,
 };
 pub use error::LockError;
 pub use fault::{FaultPoints, Hook, Point, Reaction};

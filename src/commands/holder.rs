@@ -9,9 +9,10 @@ use crate::{libraries, stages};
 /// `library`.
 pub fn serve(stage: Option<&str>, library: Option<&str>) -> ExitCode {
     if let Some(name) = library {
-        return match libraries::find(name) {
-            Some(library) => (library.serve)(),
-            None => {
+        return match libraries::find(name).map(|library| library.runs) {
+            Some(libraries::Runs::InProcess(serve)) => serve(),
+            // A library with an adapter of its own is not served here.
+            Some(libraries::Runs::Python(_)) | None => {
                 eprintln!(
                     "error: unknown library `{name}`; the libraries are {}",
                     libraries::names()

@@ -6,17 +6,16 @@
 use std::collections::BTreeSet;
 use std::io::{IsTerminal, Write as _};
 
+use harness::Outcome;
 use harness::check::Verdict;
 use harness::server::Backend;
-use harness::{Outcome, ScenarioEnv};
 use indicatif::{ProgressBar, ProgressStyle};
 
-use super::run::launcher;
 use crate::Failure;
 use crate::interview::prediction::{self, Mark};
 use crate::interview::screen::{self, Style};
 use crate::interview::{self, Probe, QUESTIONS, Question};
-use crate::stages;
+use crate::rows;
 
 /// Where paragraphs wrap.
 const WIDTH: usize = 78;
@@ -321,13 +320,14 @@ async fn run_one(probe: &Probe) -> Result<Ran, Failure> {
             probe.scenario
         )));
     };
-    let stage = stages::find(&probe.stage_name())
+    let row = rows::find(&probe.stage_name())
         .ok_or_else(|| Failure::failed(format!("no {} in this build", probe.stage_name())))?;
-    let env = ScenarioEnv::new(Backend::from_env()?, launcher(&stage)?, probe.fencing)
+    let env = row
+        .env(Backend::from_env()?, probe.fencing)?
         .with_request_ids(probe.request_ids)
         .with_release_order(probe.release_order);
     let outcome = scenario
-        .play(stage, env)
+        .play(row.entry, env)
         .await
         .map_err(|e| Failure::failed(format!("{} could not run: {e}", probe.label())))?;
     Ok(Ran::Done(Box::new(outcome)))

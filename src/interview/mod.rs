@@ -98,6 +98,8 @@ pub struct Probe {
     pub stage: u8,
     /// A variant of that stage (`fair`: `stage6-fair`), or none.
     pub variant: Option<&'static str>,
+    /// A lock library's row (`redis-py`) instead of a stage, or none.
+    pub library: Option<&'static str>,
     /// A scenario name, as `lockstages list` shows it.
     pub scenario: &'static str,
     /// How stage 8's resource checks tokens: the matrix's default, or the
@@ -153,11 +155,12 @@ impl Watch {
 }
 
 impl Probe {
-    /// `stage6`.
+    /// `stage6`, `stage6-fair`, or a library's row (`redis-py`).
     pub fn stage_name(&self) -> String {
-        match self.variant {
-            Some(variant) => format!("stage{}-{variant}", self.stage),
-            None => format!("stage{}", self.stage),
+        match (self.library, self.variant) {
+            (Some(library), _) => library.to_owned(),
+            (None, Some(variant)) => format!("stage{}-{variant}", self.stage),
+            (None, None) => format!("stage{}", self.stage),
         }
     }
 
@@ -241,12 +244,14 @@ impl TestTarget {
 
 impl Question {
     /// How the reader names each run when predicting: its stage number when
-    /// every run is on a different stage, otherwise a letter.
+    /// every run is on a different stage, otherwise (a library's run among
+    /// them too) a letter.
     pub fn choice_keys(&self) -> Vec<String> {
         let mut stages: Vec<u8> = self.runs.iter().map(|r| r.stage).collect();
         stages.sort_unstable();
         stages.dedup();
-        if stages.len() == self.runs.len() {
+        let on_stages = self.runs.iter().all(|r| r.library.is_none());
+        if on_stages && stages.len() == self.runs.len() {
             self.runs.iter().map(|r| r.stage.to_string()).collect()
         } else {
             (b'a'..)
@@ -295,8 +300,9 @@ mod tests {
         for (i, q) in QUESTIONS.iter().enumerate() {
             assert!(!q.runs.is_empty(), "question {} has no run", i + 1);
             for run in q.runs {
-                let stage = crate::stages::find(&run.stage_name())
-                    .unwrap_or_else(|| panic!("question {}: no {}", i + 1, run.stage_name()));
+                let stage = crate::rows::find(&run.stage_name())
+                    .unwrap_or_else(|| panic!("question {}: no {}", i + 1, run.stage_name()))
+                    .entry;
                 match harness::scenario::find(run.scenario) {
                     Some(scenario) => assert_eq!(
                         (scenario.not_applicable)(&stage.description),

@@ -15,6 +15,7 @@ pub(super) const fn on(stage: u8, scenario: &'static str, says: &'static str) ->
     Probe {
         stage,
         variant: None,
+        library: None,
         scenario,
         fencing: Fencing::ReadsAndWrites,
         request_ids: RequestIds::Ignored,

@@ -62,19 +62,21 @@ use std::process::ExitCode;
 
 use harness::holder::{HolderSpec, protocol};
 use harness::workload::{Database, Fencing, RequestIds};
-use lockcore::ClientSetup;
+use lockcore::{ClientSetup, Home};
 use rslock::{Lock, LockManager};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
-use super::Library;
+use super::{Library, Runs};
 
 /// The row.
 pub const LIBRARY: Library = Library {
     name: "rslock",
     version: "0.10.0",
     title: "rslock's Redlock (crates.io), acquire and unlock as its quick start",
-    serve,
+    nodes: 1,
+    home: Home::REDIS,
+    runs: Runs::InProcess(serve),
 };
 
 fn serve() -> ExitCode {
@@ -147,6 +149,7 @@ async fn serve_spec(spec: HolderSpec) -> Result<(), String> {
     while let Some(line) = lines.next_line().await.map_err(|e| e.to_string())? {
         let words: Vec<&str> = line.split_whitespace().collect();
         let reply: Result<String, String> = match (words.as_slice(), &held) {
+            (["ping"], _) => Ok("pong".to_owned()),
             (["acquire", ms], _) => match protocol::millis(ms, &line) {
                 Err(e) => Err(e.to_string()),
                 Ok(wait) => {

@@ -163,7 +163,7 @@ pub async fn run(
             let permits = if SENTINEL_COLUMNS.contains(&scenario.name) {
                 sentinel_permits.clone()
             } else if ENSEMBLE_COLUMNS.contains(&scenario.name)
-                || harness::scenario::ensemble::ETCD_STAGES.contains(&stage.description.name)
+                || stage.description.home.store == lockcore::Store::Etcd
             {
                 ensemble_permits.clone()
             } else if CLUSTER_COLUMNS.contains(&scenario.name) {

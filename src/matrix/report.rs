@@ -59,7 +59,7 @@ impl<'a> Report<'a> {
                     cells
                         .iter()
                         .map(|c| shown(c, compact).len())
-                        .chain([header(stage, short).len()])
+                        .chain(header_lines(stage, short).iter().map(String::len))
                         .max()
                         .unwrap_or(0)
                 })
@@ -83,11 +83,26 @@ impl<'a> Report<'a> {
         }
         let gap = if wide { " " } else { "  " };
         let corner = if short { "stage" } else { "" };
-        let mut out = format!("{corner:<name_width$}");
-        for ((stage, _), width) in rows.iter().zip(&widths) {
-            let _ = write!(out, "{gap}{:<width$}", header(stage, short));
+        let headers: Vec<Vec<String>> = rows
+            .iter()
+            .map(|(stage, _)| header_lines(stage, short))
+            .collect();
+        let header_height = headers.iter().map(Vec::len).max().unwrap_or(1);
+        let mut out = String::new();
+        // Headers stand on the row above the first scenario: a wrapped
+        // one starts higher up.
+        for line in 0..header_height {
+            let last = line + 1 == header_height;
+            let _ = write!(out, "{:<name_width$}", if last { corner } else { "" });
+            for (lines, width) in headers.iter().zip(&widths) {
+                let text = (line + lines.len())
+                    .checked_sub(header_height)
+                    .map_or("", |i| lines[i].as_str());
+                let _ = write!(out, "{gap}{text:<width$}");
+            }
+            out.truncate(out.trim_end().len());
+            out.push('\n');
         }
-        out.push('\n');
         for (i, scenario) in scenarios.iter().enumerate() {
             let _ = write!(out, "{scenario:<name_width$}");
             for ((_, cells), width) in rows.iter().zip(&widths) {
@@ -342,15 +357,44 @@ fn legend() -> String {
     out
 }
 
+/// The widest mark a cell shows.
+const WIDEST_MARK: usize = "OS+OL+FD".len();
+
 /// A stage's column header: its name, or the part after `stage` when the
 /// table is `short` of room (`stage10` as `10`, under a `stage` corner) or
 /// for a variant whose name is wider than any mark (`stage6-fair`).
 fn header(stage: &str, short: bool) -> &str {
-    if short || stage.len() > "OS+OL+FD".len() {
+    if short || stage.len() > WIDEST_MARK {
         stage.trim_start_matches("stage")
     } else {
         stage
     }
+}
+
+/// A column's header in lines: [`header`], and when the table is `short`
+/// of room, a library's long name wrapped after its hyphens, each line no
+/// wider than the widest mark or the name's longest word
+/// (`python-`, `redis-`, `lock-`, `renewal`).
+fn header_lines(stage: &str, short: bool) -> Vec<String> {
+    let name = header(stage, short);
+    if !short || name.len() <= WIDEST_MARK {
+        return vec![name.to_owned()];
+    }
+    let words: Vec<&str> = name.split_inclusive('-').collect();
+    let room = words
+        .iter()
+        .map(|w| w.len())
+        .max()
+        .unwrap_or(0)
+        .max(WIDEST_MARK);
+    let mut lines: Vec<String> = Vec::new();
+    for word in words {
+        match lines.last_mut() {
+            Some(line) if line.len() + word.len() <= room => line.push_str(word),
+            _ => lines.push(word.to_owned()),
+        }
+    }
+    lines
 }
 
 #[cfg(test)]
@@ -427,6 +471,40 @@ mod tests {
             }
             assert!(!table.contains('\x1b'), "no colour asked, none given");
         }
+    }
+
+    #[test]
+    fn the_library_rows_table_fits_120_columns_its_long_names_wrapped() {
+        // Every library row with the widest verdict in every cell.
+        let widest = Verdict::of(&[Finding::Oversold, Finding::Overlap, Finding::ForeignDelete]);
+        let mut cells = Vec::new();
+        for library in crate::libraries::LIBRARIES {
+            for scenario in harness::SCENARIOS {
+                cells.push(Cell {
+                    stage: library.row().entry,
+                    scenario,
+                    result: CellResult::Ran(widest.clone()),
+                    expected: Some(Expected::Verdict(widest.clone())),
+                    took: Duration::from_millis(1500),
+                    timeline: None,
+                });
+            }
+        }
+        let table = Report::new(&cells).table(false);
+        for line in table.lines() {
+            assert!(line.chars().count() <= 120, "{} wide: {line}", line.len());
+        }
+        // `python-redis-lock-renewal`, in lines: the last one stands right
+        // above the first scenario.
+        let header: Vec<&str> = table
+            .lines()
+            .take_while(|l| !l.starts_with("contention"))
+            .collect();
+        assert!(header.iter().any(|l| l.contains("renewal")), "{table}");
+        assert!(
+            header.last().is_some_and(|l| l.contains("redis-py")),
+            "{table}"
+        );
     }
 
     #[test]

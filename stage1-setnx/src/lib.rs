@@ -33,6 +33,7 @@ pub const DESCRIPTION: Description = Description {
     reentrant: false,
     nodes: 1,
     fault_points: &[Point::AfterSetnx],
+    home: lockcore::Home::REDIS,
 };
 
 /// The value stage 1 writes. Every holder writes the same one: the lock only

@@ -162,6 +162,7 @@ pub const DESCRIPTION: Description = Description {
     // independent masters as Redlock's are).
     nodes: 3,
     fault_points: &[Point::AfterAcquire],
+    home: lockcore::Home::ETCD,
 };
 
 /// Where lock keys live: `lockstages/<key>/<lease id in hex>`.

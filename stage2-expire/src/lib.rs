@@ -46,6 +46,7 @@ pub const DESCRIPTION: Description = Description {
     reentrant: false,
     nodes: 1,
     fault_points: &[Point::AfterSetnx, Point::AfterExpire],
+    home: lockcore::Home::REDIS,
 };
 
 /// The value stage 2 writes. Still the same for every holder: the lock says

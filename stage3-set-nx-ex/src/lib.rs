@@ -40,6 +40,7 @@ pub const DESCRIPTION: Description = Description {
     reentrant: false,
     nodes: 1,
     fault_points: &[Point::AfterAcquire],
+    home: lockcore::Home::REDIS,
 };
 
 /// The value stage 3 writes: still the same for every holder.

@@ -44,6 +44,7 @@ pub const DESCRIPTION: Description = Description {
     reentrant: false,
     nodes: 1,
     fault_points: &[Point::AfterAcquire, Point::BetweenGetAndDel],
+    home: lockcore::Home::REDIS,
 };
 
 /// A lock whose value says which acquisition took it.

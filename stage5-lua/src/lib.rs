@@ -47,6 +47,7 @@ pub const DESCRIPTION: Description = Description {
     reentrant: false,
     nodes: 1,
     fault_points: &[Point::AfterAcquire],
+    home: lockcore::Home::REDIS,
 };
 
 // ANCHOR: script

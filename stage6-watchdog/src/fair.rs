@@ -148,6 +148,7 @@ pub const DESCRIPTION: Description = Description {
     reentrant: true,
     nodes: 1,
     fault_points: &[Point::AfterAcquire],
+    home: lockcore::Home::REDIS,
 };
 
 /// The queue of waiters, as Redisson names it.

@@ -111,6 +111,7 @@ pub const DESCRIPTION: Description = Description {
     reentrant: true,
     nodes: 1,
     fault_points: &[Point::AfterAcquire],
+    home: lockcore::Home::REDIS,
 };
 
 /// What a release publishes on the lock's channel (Redisson's

@@ -113,6 +113,15 @@ class RequestErrors(unittest.TestCase):
         )
         self.assertNotIn("\n", answer)
 
+    def test_a_lock_server_out_of_reach_is_the_locks_failure_not_an_error(self):
+        a = self.holder
+        self.assertTrue(a.ask("acquire 1000").startswith("acquired "))
+        self.server.stop()
+        answer = a.ask("release")
+        self.assertTrue(
+            answer.startswith("failed redis-py: redis.exceptions.ConnectionError"), answer
+        )
+
 
 class PrefixedKeys(unittest.TestCase):
     def test_the_stock_sits_beside_a_prefixed_lock_key(self):

@@ -75,11 +75,11 @@ impl Workload<'_> {
         let name = client_name(slot);
         let state = self.slots.get(slot);
         let mut rng = Rng::new(self.seed.0, (self.seed.1 << 8) + slot as u64 + 1);
-        let mut holder = self.spawn(&name, state)?;
+        let mut holder = self.spawn(&name, state).await?;
         while Instant::now() < self.until {
             if state.reconnect.swap(false, Ordering::SeqCst) {
                 drop(holder);
-                holder = self.spawn(&name, state)?;
+                holder = self.spawn(&name, state).await?;
             }
             state.pass_gate().await;
             let purchase = self.one_purchase(slot, &name, &mut holder, &mut rng);
@@ -90,15 +90,15 @@ impl Workload<'_> {
                 // A short breath, so that a node that is down for a moment
                 // is not asked a hundred times meanwhile.
                 sleep(self.ttl / 30).await;
-                holder = self.spawn(&name, state)?;
+                holder = self.spawn(&name, state).await?;
             }
         }
         state.pid.store(0, Ordering::SeqCst);
         Ok(())
     }
 
-    fn spawn(&self, name: &str, state: &Slot) -> Result<HolderProcess> {
-        let holder = self.factory.spawn_holder(self.launcher, name)?;
+    async fn spawn(&self, name: &str, state: &Slot) -> Result<HolderProcess> {
+        let holder = self.factory.spawn_holder(self.launcher, name).await?;
         state.pid.store(holder.pid(), Ordering::SeqCst);
         Ok(holder)
     }

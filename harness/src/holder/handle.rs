@@ -30,17 +30,16 @@ impl HolderProcess {
     /// `fencing` is how the resource it sells to checks tokens.
     /// ([`ClientFactory::spawn_holder`](crate::client::ClientFactory::spawn_holder)
     /// makes one of a story's clients.)
-    pub fn spawn(
+    pub async fn spawn(
         launcher: &Launcher,
         spec: &HolderSpec,
         history: History,
         fencing: Fencing,
     ) -> Result<Self> {
-        let wire = Wire::spawn(launcher, spec)?;
-        history.timeline().record(
-            &spec.name,
-            format!("holder process started (pid {})", wire.pid()),
-        );
+        let (wire, took) = Wire::start(launcher, spec).await?;
+        history
+            .timeline()
+            .record(&spec.name, super::started_line(wire.pid(), took));
         Ok(Self {
             name: spec.name.clone(),
             wire,

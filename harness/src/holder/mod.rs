@@ -30,6 +30,15 @@ pub use handle::HolderProcess;
 pub use launcher::Launcher;
 pub use protocol::{ANSWER_WITHIN, HolderSpec};
 
+/// The timeline's line for a holder that started and answered `ping`
+/// after `took` (a Python adapter loads its library for some 300 ms).
+pub(crate) fn started_line(pid: u32, took: std::time::Duration) -> String {
+    format!(
+        "holder process started (pid {pid}), ready in {}ms",
+        took.as_millis()
+    )
+}
+
 /// Declares the `holder_process` entry point at the root of a stage's test
 /// binary, so the kill tests can start that binary again as a holder
 /// process of one of `stages` (the one the spec names). It is `#[ignore]`d:

@@ -36,6 +36,7 @@
 //!
 //! | request | answer | what the holder does |
 //! |---------|--------|----------------------|
+//! | `ping` | `pong` | nothing: the parent asks it once, as soon as the holder starts, and starts the story's clock when it is answered (loading a library may take a second) |
 //! | `acquire <ms>` | `acquired <value> <token>` or `not-acquired` | takes the lock, waiting at most `<ms>`; `<value>` is what it stored under the key (may hold spaces; a byte that is not printable ASCII, and a `\`, written `\xHH`), `<token>` its fencing token or `-` |
 //! | `read` | `stock <n>` | reads the stock (the business begins) |
 //! | `sell <read>` | `sold <read>`, `sold-out`, `rejected <token>` or `duplicate` | writes `<read> - 1` and one order |

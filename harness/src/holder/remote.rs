@@ -37,19 +37,21 @@ pub struct RemoteLock {
 impl RemoteLock {
     /// Starts `launcher`'s command as the holder `spec` describes, for a
     /// row described as `description`, its fault points planned by `faults`.
-    pub fn spawn(
+    /// Returns it once the holder is ready, with how long that took.
+    pub async fn spawn(
         launcher: &Launcher,
         spec: &HolderSpec,
         description: Description,
         faults: FaultPoints,
-    ) -> Result<Self> {
-        let wire = Wire::spawn(launcher, spec)?;
-        Ok(Self {
+    ) -> Result<(Self, Duration)> {
+        let (wire, took) = Wire::start(launcher, spec).await?;
+        let lock = Self {
             description,
             pid: wire.pid(),
             wire: Mutex::new(wire),
             faults,
-        })
+        };
+        Ok((lock, took))
     }
 
     /// The holder's process id.
@@ -141,15 +143,28 @@ impl DistributedLock for RemoteLock {
     }
 }
 
+/// Why a story's step cannot be taken by a holder process: the protocol
+/// has no request for it.
+pub const NOT_OVER_THE_PROTOCOL: &str = "a holder process sells with a request id of its own and \
+     commits at once: the protocol has no retry of a request id and no open transaction";
+
+/// The story's answer for a row that is a command, when the story needs
+/// what the protocol cannot ask of a holder ([`NOT_OVER_THE_PROTOCOL`]).
+pub fn needs_in_process_client(stage: &Description) -> Option<&'static str> {
+    (stage.stage == COMMAND_ROW).then_some(NOT_OVER_THE_PROTOCOL)
+}
+
 /// The stage number of a row that is a command: not one of the course's
 /// stages (no story treats it as stage 0, the row without a lock).
 pub const COMMAND_ROW: u8 = 100;
 
-/// The description of a row that is a command called `name`: one lock
-/// node, not reentrant as far as anyone knows, and the one fault point of
-/// its own a library we only call has (`after-acquire`, reached on this
-/// side; `in-critical-section` and `before-release` are the workload's).
-pub fn row_description(name: &'static str, title: &'static str) -> Description {
+/// The description of a row that is a command called `name`: one Redis
+/// lock node that keeps the key as given (a library's row says otherwise
+/// where it differs), not reentrant as far as anyone knows, and the one
+/// fault point of its own a library we only call has (`after-acquire`,
+/// reached on this side; `in-critical-section` and `before-release` are
+/// the workload's).
+pub const fn row_description(name: &'static str, title: &'static str) -> Description {
     Description {
         stage: COMMAND_ROW,
         name,
@@ -159,6 +174,7 @@ pub fn row_description(name: &'static str, title: &'static str) -> Description {
         reentrant: false,
         nodes: 1,
         fault_points: &[Point::AfterAcquire],
+        home: lockcore::Home::REDIS,
     }
 }
 

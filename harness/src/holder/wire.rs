@@ -98,6 +98,23 @@ impl Wire {
         })
     }
 
+    /// Starts the holder and waits until it answers `ping`: a holder may
+    /// take a second to load its library (a Python adapter's imports), and
+    /// a story's clock must not run meanwhile. Returns the wire and how
+    /// long the holder took to be ready.
+    pub async fn start(launcher: &Launcher, spec: &HolderSpec) -> Result<(Self, Duration)> {
+        let started = tokio::time::Instant::now();
+        let mut wire = Self::spawn(launcher, spec)?;
+        let answer = wire.ask("ping", Duration::ZERO).await?;
+        wire.parse("ping", &answer, |answer| match answer {
+            "pong" => Ok(()),
+            other => Err(HarnessError::Holder(format!(
+                "malformed answer `{other}` (expected `pong`)"
+            ))),
+        })?;
+        Ok((wire, started.elapsed()))
+    }
+
     /// Sends `request` and waits for its answer: at most the launcher's
     /// bound, plus `may_take` (what the request itself may wait, an
     /// acquire's `<ms>`). An `error` answer is an error naming the request.

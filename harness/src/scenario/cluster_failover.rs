@@ -82,7 +82,7 @@ pub(super) async fn run(stage: StageEntry, env: ScenarioEnv, confirm: Confirm) -
     // 2. A takes the lock; its cluster client sends it to master1.
     let held_a = a.acquire_free(timing.patience()).await?;
     if confirm == Confirm::Wait {
-        let marker = format!("{{{}}}:confirm", run.factory.config.key);
+        let marker = format!("{{{}}}:confirm", run.lock_key());
         let master = cluster.client_url(MASTER);
         let acknowledged = wait_for_replicas(&run, &master, a.name(), &marker).await?;
         run.facts.insert("replicas_acknowledged", acknowledged);

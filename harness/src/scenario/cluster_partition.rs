@@ -179,7 +179,7 @@ async fn key_on_replica(run: &Run, index: usize) -> Result<bool> {
     let mut conn = lockcore::connect(&run.nodes[index].url(), "harness").await?;
     redis::cmd("READONLY").query_async::<()>(&mut conn).await?;
     Ok(redis::cmd("EXISTS")
-        .arg(&run.factory.config.key)
+        .arg(run.lock_key())
         .query_async(&mut conn)
         .await?)
 }

@@ -44,7 +44,10 @@ pub(super) async fn run(stage: StageEntry, env: ScenarioEnv) -> Result<Recorded>
     let mut holder = run.holder_holding_the_lock("client-A").await?;
 
     // B asks for as long as the story lasts; it dies waiting.
-    let mut waiter = run.factory.spawn_holder(&run.env.launcher, "client-B")?;
+    let mut waiter = run
+        .factory
+        .spawn_holder(&run.env.launcher, "client-B")
+        .await?;
     waiter.start_waiting(patience * 10)?;
     run.wait_until_asked("client-B", patience * 10).await?;
 

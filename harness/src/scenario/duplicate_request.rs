@@ -52,8 +52,8 @@ pub const REQUEST: &str = "request-1";
 /// ten times the usual, as in `contention`.
 const STORY_TTL: Duration = Duration::from_secs(3);
 
-pub(super) fn not_applicable(_stage: &Description) -> Option<&'static str> {
-    None
+pub(super) fn not_applicable(stage: &Description) -> Option<&'static str> {
+    crate::holder::remote::needs_in_process_client(stage)
 }
 
 pub(super) async fn run(stage: StageEntry, mut env: ScenarioEnv) -> Result<Recorded> {

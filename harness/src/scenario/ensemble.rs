@@ -14,11 +14,6 @@ use crate::server::ensemble::Ensemble;
 use crate::server::etcd::EtcdCluster;
 use crate::server::zookeeper::ZkEnsemble;
 
-/// The stages whose lock lives in a ZooKeeper ensemble.
-pub const ZOOKEEPER_STAGES: &[&str] = &["stage9"];
-/// The stages whose lock lives in an etcd cluster.
-pub const ETCD_STAGES: &[&str] = &["stage10"];
-
 /// The shortest session (ZooKeeper) or lease (etcd) a run gives a client.
 /// ZooKeeper allows 200 ms and etcd 2 s (its shortest lease with a 1 s
 /// election timeout), but a loaded machine that stalls a JVM or a client
@@ -32,29 +27,16 @@ pub const SHORTEST_SESSION: Duration = Duration::from_secs(2);
 /// gives its lease up once a whole TTL passes unanswered.
 pub const ELECTION_TTL: Duration = Duration::from_secs(6);
 
-/// A consensus store a stage keeps its lock in.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Store {
-    /// Stage 9.
-    ZooKeeper,
-    /// Stage 10.
-    Etcd,
-}
+pub use lockcore::Store;
 
 /// The consensus store `stage` keeps its lock in; `None` for Redis.
 pub fn store_of(stage: &Description) -> Option<Store> {
-    if ZOOKEEPER_STAGES.contains(&stage.name) {
-        Some(Store::ZooKeeper)
-    } else if ETCD_STAGES.contains(&stage.name) {
-        Some(Store::Etcd)
-    } else {
-        None
-    }
+    Some(stage.home.store).filter(|store| *store != Store::Redis)
 }
 
 /// Whether `stage` keeps its lock in a consensus store (ZooKeeper, etcd).
 pub fn on_consensus_store(stage: &Description) -> bool {
-    store_of(stage).is_some()
+    stage.home.on_consensus_store()
 }
 
 /// `Some(reason)` when `stage` keeps its lock in a consensus store: for the
@@ -63,6 +45,7 @@ pub fn on_consensus_store(stage: &Description) -> bool {
 /// counterpart in [`ETCD_REASONS`].
 pub(super) fn redis_only(stage: &Description, reason: &'static str) -> Option<&'static str> {
     match store_of(stage)? {
+        Store::Redis => None,
         Store::ZooKeeper => Some(reason),
         Store::Etcd => Some(etcd_reason(reason)),
     }
@@ -136,15 +119,20 @@ fn etcd_reason(reason: &str) -> &'static str {
 /// etcd's reason for a story with no counterpart in [`ETCD_REASONS`].
 pub const ETCD_NEEDS_REDIS: &str = "etcd: the story needs a Redis topology";
 
-/// The times a run of `stage` uses: on a consensus store, the TTL is the
-/// session timeout or the lease's TTL, at least [`SHORTEST_SESSION`].
+/// The times a run of `stage` uses: the story's TTL, or the shortest the
+/// lock can take if that is longer (python-redis-lock's whole second); on
+/// a consensus store, the session timeout or the lease's TTL, at least
+/// [`SHORTEST_SESSION`]. The stories time their steps from the TTL, so
+/// their other times scale with it.
 pub fn timing_for(stage: &Description, timing: Timing) -> Timing {
-    match store_of(stage) {
-        Some(_) => Timing {
-            ttl: timing.ttl.max(SHORTEST_SESSION),
-            ..timing
-        },
-        None => timing,
+    let shortest = if on_consensus_store(stage) {
+        stage.home.shortest_ttl.max(SHORTEST_SESSION)
+    } else {
+        stage.home.shortest_ttl
+    };
+    Timing {
+        ttl: timing.ttl.max(shortest),
+        ..timing
     }
 }
 
@@ -202,11 +190,13 @@ mod tests {
         let stage9 = Description {
             name: "stage9",
             stage: 9,
+            home: lockcore::Home::ZOOKEEPER,
             ..base
         };
         let stage10 = Description {
             name: "stage10",
             stage: 10,
+            home: lockcore::Home::ETCD,
             ..base
         };
         for scenario in super::super::SCENARIOS {

@@ -89,7 +89,7 @@ pub(super) async fn run(stage: StageEntry, env: ScenarioEnv) -> Result<Recorded>
         "the cache fills up: the harness writes entries of {} KiB without a TTL",
         ENTRY_BYTES / 1024
     ));
-    let key = run.factory.config.key.clone();
+    let key = run.lock_key().to_owned();
     // Every write may push memory over the limit; the next one finds it
     // over, and Redis evicts what the policy lets it before running it. A
     // lock key is tiny: once it is gone, or if it may not go, the node is

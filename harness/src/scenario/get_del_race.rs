@@ -91,8 +91,7 @@ pub(super) async fn run(stage: StageEntry, env: ScenarioEnv) -> Result<Recorded>
 
     // 5. What became of B's lock, and B's turn.
     if let Some(held_b) = held_b {
-        let survived =
-            redlock::majority_holds(&run.nodes, &run.factory.config.key, &held_b.value).await?;
+        let survived = redlock::majority_holds(&run.nodes, run.lock_key(), &held_b.value).await?;
         run.facts.insert("b_lock_survived", i64::from(survived));
         run.narrate(format!(
             "after client-A's release, client-B's lock {}",

@@ -53,7 +53,7 @@ async fn wait_for_lock_keys(
 ) -> Result<usize> {
     let deadline = Instant::now() + within;
     loop {
-        let holding = redlock::nodes_holding(&run.nodes, &run.factory.config.key).await?;
+        let holding = redlock::nodes_holding(&run.nodes, run.lock_key()).await?;
         if done(holding) || Instant::now() > deadline {
             return Ok(holding);
         }
@@ -108,7 +108,7 @@ async fn on_redlock(stage: StageEntry, env: ScenarioEnv) -> Result<Recorded> {
         other.release(&held).await?.answered()?;
     }
 
-    let expired = format!("expired {} ", run.factory.config.key);
+    let expired = format!("expired {} ", run.lock_key());
     let mut outcome = run.record().await?;
     let expiries = outcome
         .history
@@ -137,7 +137,11 @@ async fn on_one_node(stage: StageEntry, env: ScenarioEnv) -> Result<Recorded> {
 
     let ask = asker.try_acquire();
     let contend = async {
-        let holding = wait_for_lock_keys(&run, |holding| holding > 0, timing.patience()).await?;
+        // Room for two delayed replies before the lock command: a library
+        // may ask the node something first (python-redis-lock reads the
+        // key before it sets it).
+        let holding =
+            wait_for_lock_keys(&run, |holding| holding > 0, timing.patience() * 3).await?;
         if holding == 0 {
             return Err(HarnessError::StoryNotTold(
                 "client-A's lock command never reached the node".into(),

@@ -31,7 +31,9 @@ use crate::error::Result;
 use crate::workload::ReleaseOrder;
 
 pub(super) fn not_applicable(stage: &Description) -> Option<&'static str> {
-    (stage.stage == 0).then_some("no lock to release early")
+    (stage.stage == 0)
+        .then_some("no lock to release early")
+        .or_else(|| crate::holder::remote::needs_in_process_client(stage))
 }
 
 pub(super) async fn run(stage: StageEntry, env: ScenarioEnv) -> Result<Recorded> {

@@ -48,6 +48,9 @@ pub struct Run {
     /// Stages 9 and 10's lock: a ZooKeeper ensemble or an etcd cluster
     /// instead of `nodes`.
     pub ensemble: Option<Box<dyn Ensemble>>,
+    /// The lock's key on the servers: the key clients are given, after
+    /// whatever the lock puts before it (pottery's `redlock:`).
+    lock_key: String,
 }
 
 /// Deletes every key under `prefix` on the server at `url` when dropped,
@@ -196,7 +199,7 @@ impl Run {
         )?;
         let mut run = Self::start_with_db(stage, env, stock, nodes, db).await?;
         cluster
-            .watch(&run.nodes, run.timeline(), &run.factory.config.key)
+            .watch(&run.nodes, run.timeline(), &run.lock_key)
             .await?;
         run.factory.lock_urls = vec![cluster.url()];
         Ok((run, cluster))
@@ -219,11 +222,12 @@ impl Run {
     /// same time as the lock nodes, by a caller that starts several).
     pub(crate) async fn start_with_db(
         stage: StageEntry,
-        env: ScenarioEnv,
+        mut env: ScenarioEnv,
         stock: i64,
         nodes: Vec<Node>,
         db: Node,
     ) -> Result<Self> {
+        env.timing = super::ensemble::timing_for(&stage.description, env.timing);
         let timeline = Timeline::new();
         env.recorder.keep(&timeline);
         let mut config = LockConfig {
@@ -290,11 +294,14 @@ impl Run {
                 fencing: env.fencing.label(),
                 // A reader's server's watcher records keys without the
                 // run's prefix.
-                lock_key: cleanup
-                    .as_ref()
-                    .and_then(|c| factory.config.key.strip_prefix(&c.prefix))
-                    .unwrap_or(&factory.config.key)
-                    .to_owned(),
+                lock_key: format!(
+                    "{}{}",
+                    stage.description.home.key_prefix,
+                    cleanup
+                        .as_ref()
+                        .and_then(|c| factory.config.key.strip_prefix(&c.prefix))
+                        .unwrap_or(&factory.config.key)
+                ),
             },
         );
         timeline.record(
@@ -313,6 +320,10 @@ impl Run {
             );
         }
         Ok(Self {
+            lock_key: format!(
+                "{}{}",
+                stage.description.home.key_prefix, factory.config.key
+            ),
             stage,
             env,
             nodes,
@@ -329,6 +340,11 @@ impl Run {
     /// The timeline of this run: its history told in words.
     pub fn timeline(&self) -> &Timeline {
         self.factory.history.timeline()
+    }
+
+    /// The lock's key on the servers.
+    pub fn lock_key(&self) -> &str {
+        &self.lock_key
     }
 
     /// The one record of this run.
@@ -421,7 +437,7 @@ impl Run {
         }
         let mut conn = lockcore::connect(&self.nodes[0].url(), "harness").await?;
         Ok(redis::cmd("PTTL")
-            .arg(&self.factory.config.key)
+            .arg(&self.lock_key)
             .query_async(&mut conn)
             .await?)
     }
@@ -462,7 +478,7 @@ impl Run {
 
     /// Starts a holder process called `name` that takes the (free) lock.
     pub async fn holder_holding_the_lock(&self, name: &str) -> Result<HolderProcess> {
-        let mut holder = self.factory.spawn_holder(&self.env.launcher, name)?;
+        let mut holder = self.factory.spawn_holder(&self.env.launcher, name).await?;
         if holder.acquire(self.env.timing.patience()).await? {
             Ok(holder)
         } else {
@@ -566,7 +582,7 @@ impl LockNodes for Run {
     }
 
     fn lock_key(&self) -> &str {
-        &self.factory.config.key
+        &self.lock_key
     }
 
     async fn kill_node(&mut self, index: usize) -> Result<()> {

@@ -311,7 +311,7 @@ pub(super) async fn hold_bare_majority(
         HarnessError::StoryNotTold(format!("{} could not take a free lock", client.name()))
     })?;
     let valid_until = asked + held.validity.unwrap_or(run.env.timing.ttl);
-    let holding = redlock::nodes_holding(&run.nodes, &run.factory.config.key).await?;
+    let holding = redlock::nodes_holding(&run.nodes, run.lock_key()).await?;
     run.facts
         .insert("holder_nodes", i64::try_from(holding).unwrap_or(-1));
     if count > 1 {
