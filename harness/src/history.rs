@@ -325,8 +325,7 @@ impl Entry {
 /// clones share it.
 #[derive(Debug, Clone)]
 pub struct History {
-    /// The run's start on the monotonic clock: the entries' times count
-    /// from it.
+    /// The run's start on the monotonic clock, for the entries' times.
     origin: Instant,
     /// The same moment on the wall clock, which the lines are stamped on.
     start: SystemTime,
@@ -335,8 +334,7 @@ pub struct History {
     events: Arc<Mutex<Vec<Event>>>,
     /// The replies clients received, to pair with their commands' lines.
     replies: Arc<Mutex<Vec<lines::Reply>>>,
-    /// Node label of every URL clients connect to (a node, or a proxy
-    /// in front of one).
+    /// The node label of each URL clients connect to (a node, its proxy).
     nodes: Arc<Mutex<HashMap<String, String>>>,
     /// What the servers did to their keys, as their watchers saw it.
     keys: KeyRecord,
@@ -354,8 +352,7 @@ impl History {
         Self::starting(SystemTime::now())
     }
 
-    /// An empty history whose lines' times count from `start` (lines read
-    /// back).
+    /// An empty history whose lines count from `start` (lines read back).
     pub fn starting(start: SystemTime) -> Self {
         Self {
             origin: Instant::now(),

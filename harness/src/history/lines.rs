@@ -60,17 +60,12 @@ impl History {
     pub fn reply_log(&self) -> ReplyLog {
         let replies = self.replies.clone();
         Arc::new(move |seen: SeenReply<'_>| {
-            let command = seen
-                .command
-                .args_iter()
-                .next()
-                .map(|arg| match arg {
-                    redis::Arg::Simple(bytes) => {
-                        String::from_utf8_lossy(bytes).to_ascii_uppercase()
-                    }
-                    _ => String::new(),
-                })
-                .unwrap_or_default();
+            let command = match seen.command.args_iter().next() {
+                Some(redis::Arg::Simple(name)) => {
+                    String::from_utf8_lossy(name).to_ascii_uppercase()
+                }
+                _ => String::new(),
+            };
             lock(&replies).push(Reply {
                 sent: seen.sent,
                 at: SystemTime::now(),

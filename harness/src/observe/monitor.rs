@@ -1,6 +1,6 @@
 //! What Redis really saw: `MONITOR` and keyspace notifications of a node,
-//! written into the run's record through its [`Timeline`]: the lines, and
-//! the [`KeyRecord`](crate::history::KeyRecord) of who changed each key.
+//! written into the run's history: its lines, and its
+//! [`KeyRecord`](crate::history::KeyRecord) of who changed each key.
 //!
 //! `MONITOR` names a connection only by its address, so the watcher learns
 //! names from the `CLIENT SETNAME` each client sends first. Commands run by a
@@ -130,14 +130,14 @@ impl NodeWatcher {
         let mut stream = open_monitor(&addr, &setup).await?;
 
         let (seen_tx, seen_markers) = watch::channel(0u64);
-        let timeline = timeline.clone();
+        let history = timeline.history().clone();
         let node = node.to_owned();
         let mut scope = prefix.map(RunScope::new);
         // The run's prefix says nothing a reader needs: keys are shown and
         // recorded without it (`lock:stock`, as on the harness's servers).
         let hidden_prefix = prefix.unwrap_or_default().to_owned();
         let monitor = tokio::spawn(async move {
-            let mut keys = NodeKeys::new(&node, timeline.history().keys());
+            let mut keys = NodeKeys::new(&node, history.keys());
             let mut names: HashMap<String, String> = HashMap::new();
             let mut last_client = String::from("?");
             // Owner values (`<uuid>:task-<n>`) and the client that sent them.
@@ -151,9 +151,7 @@ impl NodeWatcher {
                         }
                         Change::Written | Change::Deleted => continue,
                     };
-                    timeline
-                        .history()
-                        .record_at(change.at, "redis", Some(&node), said);
+                    history.record_at(change.at, "redis", Some(&node), said);
                 }
             };
             loop {
@@ -181,7 +179,7 @@ impl NodeWatcher {
                         match again {
                             Ok(Ok(again)) => {
                                 stream = again;
-                                timeline.record(
+                                history.narrate(
                                     "harness",
                                     format!("[{node}] its MONITOR connection was closed by the server; watching it again"),
                                 );
@@ -262,9 +260,7 @@ impl NodeWatcher {
                 } else {
                     render_args(&args)
                 };
-                timeline
-                    .history()
-                    .record_at(seen.at, &actor, Some(&node), text);
+                history.record_at(seen.at, &actor, Some(&node), text);
             }
         });
 

@@ -33,9 +33,7 @@ pub struct Repeated {
 
 /// A history's lines told in words. Clones share them.
 #[derive(Debug, Clone, Default)]
-pub struct Timeline {
-    history: History,
-}
+pub struct Timeline(History);
 
 impl Timeline {
     /// A timeline of a history of its own, starting now (a test's, or lines
@@ -46,24 +44,22 @@ impl Timeline {
 
     /// The timeline of `history`.
     pub fn of(history: &History) -> Self {
-        Self {
-            history: history.clone(),
-        }
+        Self(history.clone())
     }
 
     /// The record it tells: watchers write the servers' lines and keys there.
     pub fn history(&self) -> &History {
-        &self.history
+        &self.0
     }
 
     /// Records something the harness did or saw, now.
     pub fn record(&self, actor: &str, text: impl Into<String>) {
-        self.history.narrate(actor, text);
+        self.0.narrate(actor, text);
     }
 
     /// Every event so far, in time order, commands with their replies.
     pub fn events(&self) -> Vec<Event> {
-        self.history.lines()
+        self.0.lines()
     }
 
     /// How many events match `counted` after the first event that matches
@@ -83,7 +79,7 @@ impl Timeline {
 
     /// Time since the start.
     pub fn offset(&self, at: SystemTime) -> Duration {
-        self.history.offset(at)
+        self.0.offset(at)
     }
 
     /// The events with each run of the same event (a client retrying
@@ -181,9 +177,7 @@ impl Timeline {
     /// A timeline read back from [`Timeline::recorded`]'s text; the error
     /// names the first line that is not in that format.
     pub fn from_recorded(text: &str) -> Result<Self, String> {
-        let timeline = Self {
-            history: History::starting(SystemTime::UNIX_EPOCH),
-        };
+        let timeline = Self(History::starting(SystemTime::UNIX_EPOCH));
         for (number, line) in text.lines().enumerate() {
             let mut fields = line.splitn(4, '\t');
             let (Some(micros), Some(actor), Some(node), Some(text)) =
@@ -199,7 +193,7 @@ impl Timeline {
                 .map_err(|_| format!("line {}: `{micros}` is not a time", number + 1))?;
             let at = SystemTime::UNIX_EPOCH + Duration::from_micros(micros);
             let node = (node != "-").then_some(node);
-            timeline.history.record_at(at, actor, node, text);
+            timeline.0.record_at(at, actor, node, text);
         }
         Ok(timeline)
     }
