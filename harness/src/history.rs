@@ -11,9 +11,9 @@
 //! and keyspace notifications, and [`KeyRecord`], who wrote and deleted
 //! each key), and a final read of the stock and the orders.
 //!
-//! Beside its entries it keeps the run's lines ([`lines`]), each client
-//! entry among them in words; the timeline and the diagram are drawn from
-//! them. Times are monotonic, counted from the run's start (`T+…ms`). The
+//! Beside its entries it keeps the run's lines ([`Event`]: what the
+//! servers, the harness and the clients said, each client entry among them
+//! in words); the timeline and the diagram are drawn from them. Times are monotonic, counted from the run's start (`T+…ms`). The
 //! checkers ([`crate::check`]) read the history and nothing else; it is
 //! also written as JSON lines, one entry per line.
 //!

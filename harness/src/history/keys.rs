@@ -6,9 +6,9 @@
 
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
+use std::time::SystemTime;
 
 use super::lock;
-use std::time::SystemTime;
 
 /// What happened to a key.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -52,7 +52,7 @@ impl Timeline {
         &self.0
     }
 
-    /// Records something the harness did or saw, now.
+    /// Records something `actor` did or saw, now, as a line of the history.
     pub fn record(&self, actor: &str, text: impl Into<String>) {
         self.0.narrate(actor, text);
     }
