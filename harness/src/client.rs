@@ -20,6 +20,7 @@ use crate::holder::handle::HolderProcess;
 use crate::holder::launcher::Launcher;
 use crate::holder::protocol::HolderSpec;
 use crate::holder::remote::RemoteLock;
+use crate::observe::Timeline;
 use crate::workload::{Database, Fencing, OpenSale, RequestIds, Sale};
 
 // A client's releases answer with it. It is defined with the guard, below
@@ -100,7 +101,7 @@ impl ClientFactory {
             resolved.push(lockcore::resolve(url).await?);
         }
         let lock_urls = resolved;
-        let plan = FaultPlan::new(name, self.history.timeline().clone());
+        let plan = FaultPlan::new(name, Timeline::of(&self.history));
         let faults = FaultPoints::with_hook(plan.clone());
         if let Some(launcher) = &self.holder_command {
             let spec = self.holder_spec_at(name, lock_urls);
@@ -108,8 +109,7 @@ impl ClientFactory {
                 RemoteLock::spawn(launcher, &spec, self.stage.description, faults.clone()).await?;
             let remote = Arc::new(remote);
             self.history
-                .timeline()
-                .record(name, crate::holder::started_line(remote.pid(), took));
+                .narrate(name, crate::holder::started_line(remote.pid(), took));
             return Ok(Client {
                 name: name.to_owned(),
                 lock: remote.clone(),
@@ -125,7 +125,7 @@ impl ClientFactory {
             name: name.to_owned(),
             config: self.config.clone(),
             faults: faults.clone(),
-            replies: Some(self.history.timeline().reply_log()),
+            replies: Some(self.history.reply_log()),
         };
         let db = Database::connect(&setup, &self.db_url)
             .await?
@@ -301,7 +301,7 @@ impl Client {
     ) -> Result<Sale> {
         if let (Business::Remote(remote), None) = (&self.business, request) {
             let sale = remote.sell(read).await?;
-            self.history.timeline().record(&self.name, sale.to_string());
+            self.history.narrate(&self.name, sale.to_string());
             return Ok(sale);
         }
         let sale = self
@@ -312,7 +312,7 @@ impl Client {
             Some(request) => format!("{sale}, for {request}"),
             None => sale.to_string(),
         };
-        self.history.timeline().record(&self.name, text);
+        self.history.narrate(&self.name, text);
         Ok(sale)
     }
 
@@ -322,7 +322,7 @@ impl Client {
     pub async fn open_sale(&self, read: i64, held: &Acquired) -> Result<OpenSale> {
         let open = self.db()?.open_sale(read, held.fencing_token).await?;
         if read > 0 {
-            self.history.timeline().record(
+            self.history.narrate(
                 &self.name,
                 format!(
                     "MULTI: writes stock {} and its order, queued; nobody sees them before EXEC",
@@ -337,8 +337,7 @@ impl Client {
     pub async fn commit(&self, open: OpenSale) -> Result<Sale> {
         let sale = open.commit().await?;
         self.history
-            .timeline()
-            .record(&self.name, format!("EXEC (the commit): {sale}"));
+            .narrate(&self.name, format!("EXEC (the commit): {sale}"));
         Ok(sale)
     }
 

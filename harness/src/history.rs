@@ -11,28 +11,31 @@
 //! and keyspace notifications, and [`KeyRecord`], who wrote and deleted
 //! each key), and a final read of the stock and the orders.
 //!
-//! Times are monotonic, counted on the same origin as the run's timeline
-//! (`T+…ms`), so a history slice and the timeline can be read side by side.
-//! The timeline is the history told in words: each client entry is also a
-//! line there. The checkers ([`crate::check`]) read the history and nothing
-//! else; it is also written as JSON lines, one entry per line.
+//! Beside its entries it keeps the run's lines ([`Event`]: what the
+//! servers, the harness and the clients said, each client entry among them
+//! in words); the timeline and the diagram are drawn from them. Times are monotonic, counted from the run's start (`T+…ms`). The
+//! checkers ([`crate::check`]) read the history and nothing else; it is
+//! also written as JSON lines, one entry per line.
 //!
 //! The names of the kinds of fault ([`fault_kind`]) are the record's words:
 //! the nemesis writes them here and the checkers read them here, so neither
 //! the record nor the judge knows the code that makes faults.
 
 pub mod fault_kind;
+mod keys;
+mod lines;
 
-use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex};
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, SystemTime};
 
 use lockcore::{Acquired, LockError, Release};
 use serde_json::{Value, json};
 use tokio::time::Instant;
 
-use crate::observe::{KeyRecord, Timeline, short};
 use fault_kind::Kind;
+pub use keys::{Change, KeyChange, KeyRecord};
+pub use lines::Event;
 
 /// A client operation of the workload.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -196,7 +199,7 @@ pub enum What {
 pub struct Entry {
     /// Its place in the history.
     pub index: usize,
-    /// When, on the trial timeline's origin.
+    /// When, since the run's start.
     pub at: Duration,
     /// `client-A`…, `nemesis`, `harness`, or (server lines) the client the
     /// server names, or `redis` for an expiry.
@@ -239,7 +242,10 @@ impl Entry {
             What::Op { op, phase, detail } => {
                 let mut text = format!("{} {}", phase.name(), op.name());
                 for part in [
-                    detail.value.as_ref().map(|v| format!("value {}", short(v))),
+                    detail
+                        .value
+                        .as_ref()
+                        .map(|v| format!("value {}", short(v, 8))),
                     detail.token.map(|t| format!("token {t}")),
                     detail.number.map(|n| format!("stock {n}")),
                     detail.result.clone(),
@@ -319,53 +325,72 @@ impl Entry {
 /// clones share it.
 #[derive(Debug, Clone)]
 pub struct History {
+    /// The run's start on the monotonic clock, for the entries' times.
     origin: Instant,
-    origin_offset: Duration,
+    /// The same moment on the wall clock, which the lines are stamped on.
+    start: SystemTime,
     entries: Arc<Mutex<Vec<Entry>>>,
-    timeline: Timeline,
+    /// The run's lines, in the order they were added.
+    events: Arc<Mutex<Vec<Event>>>,
+    /// The replies clients received, to pair with their commands' lines.
+    replies: Arc<Mutex<Vec<lines::Reply>>>,
+    /// The node label of each URL clients connect to (a node, its proxy).
+    nodes: Arc<Mutex<HashMap<String, String>>>,
+    /// What the servers did to their keys, as their watchers saw it.
+    keys: KeyRecord,
+}
+
+impl Default for History {
+    fn default() -> Self {
+        Self::new()
+    }
 }
 
 impl History {
-    /// An empty history, told in words in `timeline` (its times on the
-    /// timeline's origin).
-    pub fn new(timeline: Timeline) -> Self {
+    /// An empty history, its times counted from now.
+    pub fn new() -> Self {
+        Self::starting(SystemTime::now())
+    }
+
+    /// An empty history whose lines count from `start` (lines read back).
+    pub fn starting(start: SystemTime) -> Self {
         Self {
             origin: Instant::now(),
-            origin_offset: timeline.offset(SystemTime::now()),
+            start,
             entries: Arc::default(),
-            timeline,
+            events: Arc::default(),
+            replies: Arc::default(),
+            nodes: Arc::default(),
+            keys: KeyRecord::default(),
         }
     }
 
     /// A history of these entries (read back, or made by a test).
     pub fn of(entries: Vec<Entry>) -> Self {
-        Self {
-            origin: Instant::now(),
-            origin_offset: Duration::ZERO,
-            entries: Arc::new(Mutex::new(entries)),
-            timeline: Timeline::new(),
-        }
-    }
-
-    /// The same history told in words.
-    pub fn timeline(&self) -> &Timeline {
-        &self.timeline
+        let history = Self::new();
+        *history.lock() = entries;
+        history
     }
 
     /// The wall-clock moment of `at` (the servers' record is stamped on the
     /// wall clock).
     pub fn wall(&self, at: Duration) -> SystemTime {
-        self.timeline.start() + at
+        self.start + at
     }
 
     /// The servers' record of their keys: who wrote and who deleted each.
     pub fn keys(&self) -> KeyRecord {
-        self.timeline.key_record()
+        self.keys.clone()
+    }
+
+    /// `process` says `text`: a line of the run, no entry of the history.
+    pub fn narrate(&self, process: &str, text: impl Into<String>) {
+        self.record_at(SystemTime::now(), process, None, text);
     }
 
     /// `process` was told it holds the lock.
     pub fn acquired(&self, process: &str, held: &Acquired) {
-        let mut text = format!("acquired the lock (value {})", short(&held.value));
+        let mut text = format!("acquired the lock (value {})", short(&held.value, 8));
         if let Some(token) = held.fencing_token {
             text.push_str(&format!(", fencing token {token}"));
         }
@@ -447,21 +472,20 @@ impl History {
 
     /// `process` left its critical section without releasing; `why`.
     pub fn left(&self, process: &str, why: &str) {
-        self.timeline.record(process, why);
+        self.narrate(process, why);
         self.push(process, What::Left);
     }
 
     /// `process` died (`how`: "died at after-setnx", "KILLED with kill -9").
     pub fn died(&self, process: &str, how: &str) {
-        self.timeline.record(process, how);
+        self.narrate(process, how);
         self.push(process, What::Died);
     }
 
     /// The lock's server has seen `process` ask: it is now in line, behind
     /// every client that lined up before it.
     pub fn in_line(&self, process: &str) {
-        self.timeline
-            .record(process, "is in line: the lock's server has seen it ask");
+        self.narrate(process, "is in line: the lock's server has seen it ask");
         self.push(process, What::InLine);
     }
 
@@ -471,32 +495,31 @@ impl History {
             "asks for the lock, waiting up to {}ms",
             patience.as_millis()
         );
-        self.timeline.record(process, text);
+        self.narrate(process, text);
         self.push(process, What::Ask { patience });
     }
 
     /// A fault of `kind` aimed at `process` begins; `what` says which.
     pub fn fault_began(&self, process: &str, kind: Kind, what: &str) {
-        self.timeline
-            .record(process, format!("FAULT begins: {what}"));
+        self.narrate(process, format!("FAULT begins: {what}"));
         self.nemesis(0, kind, "start", Some(process), what);
     }
 
     /// The fault of `kind` aimed at `process` is over.
     pub fn fault_ended(&self, process: &str, kind: Kind) {
-        self.timeline.record(process, "fault over");
+        self.narrate(process, "fault over");
         self.nemesis(0, kind, "end", Some(process), "fault over");
     }
 
-    /// A completion (or an invocation) that the timeline tells as `text`.
+    /// A completion (or an invocation), said in words as `text`.
     fn told(&self, process: &str, op: Op, phase: Phase, detail: Detail, text: String) {
-        self.timeline.record(process, text);
+        self.narrate(process, text);
         self.push(process, What::Op { op, phase, detail });
     }
 
     /// Now, on the history's clock.
     pub fn now(&self) -> Duration {
-        self.origin_offset + self.origin.elapsed()
+        self.origin.elapsed()
     }
 
     /// Appends `what` by `process`, now.
@@ -554,12 +577,11 @@ impl History {
         );
     }
 
-    /// Adds what the lock nodes recorded (commands and expiries in the
-    /// timeline that happened on a node, the database excepted), then puts
+    /// Adds what the lock nodes recorded (the lines of commands and
+    /// expiries that happened on a node, the database excepted), then puts
     /// every entry in time order.
     pub fn absorb_servers(&self, lock_nodes: &[String]) {
-        let timeline = &self.timeline;
-        for event in timeline.events() {
+        for event in self.lines() {
             let Some(node) = event.node.as_ref() else {
                 continue;
             };
@@ -567,7 +589,7 @@ impl History {
                 continue;
             }
             self.push_at(
-                timeline.offset(event.at),
+                self.offset(event.at),
                 &event.actor,
                 What::Server {
                     node: node.clone(),
@@ -601,10 +623,8 @@ impl History {
             .collect()
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Entry>> {
-        self.entries
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    fn lock(&self) -> MutexGuard<'_, Vec<Entry>> {
+        lock(&self.entries)
     }
 }
 
@@ -668,8 +688,8 @@ pub fn operations(entries: &[Entry]) -> Vec<Operation> {
     done
 }
 
-/// What a run recorded, handed to the judge: its history (the timeline
-/// with it) and the numbers the scenario measured.
+/// What a run recorded, handed to the judge: its history (its lines with
+/// it) and the numbers the scenario measured.
 #[derive(Debug, Clone)]
 pub struct Recorded {
     /// The one record.
@@ -693,4 +713,22 @@ pub fn setup(entries: &[Entry]) -> (Duration, i64, Vec<String>) {
             _ => None,
         })
         .unwrap_or((Duration::from_millis(300), 0, Vec::new()))
+}
+
+/// Locks a part of the record; one left poisoned by a client that panicked
+/// still holds what was recorded, and is read all the same.
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// `value` as a line shows it: whole, or when it is longer than
+/// `longest` characters (a UUID, a script), its first eight and `…`.
+pub fn short(value: &str, longest: usize) -> String {
+    if value.chars().count() > longest {
+        format!("{}…", value.chars().take(8).collect::<String>())
+    } else {
+        value.to_owned()
+    }
 }

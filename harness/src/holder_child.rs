@@ -13,7 +13,6 @@ use crate::error::{HarnessError, Result};
 use crate::guard::Released;
 use crate::history::History;
 use crate::holder::protocol::{self, HolderSpec, millis, number};
-use crate::observe::Timeline;
 use crate::workload::{Fencing, RequestIds};
 
 /// The child's side: serves requests from stdin with a client of the
@@ -71,7 +70,7 @@ async fn serve(stage: StageEntry, spec: HolderSpec) -> Result<()> {
         config: spec.config(),
         // The child's own history is thrown away: the parent keeps the
         // run's history from the answers it gets.
-        history: History::new(Timeline::new()),
+        history: History::new(),
         fencing: Fencing::from_label(&spec.fencing).ok_or_else(|| {
             HarnessError::Holder(format!("`{}` is not a fencing mode", spec.fencing))
         })?,

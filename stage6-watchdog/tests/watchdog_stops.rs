@@ -4,8 +4,8 @@
 //! renewing by itself, with nobody dropping or unlocking its lock. (A holder
 //! killed with `kill -9` takes its watchdog with it: `tests/killed_holder.rs`.)
 
+use harness::history::Event;
 use harness::holder::Launcher;
-use harness::observe::Event;
 use harness::scenario::{Run, ScenarioEnv};
 use lockcore::Point;
 

@@ -20,7 +20,7 @@ use tokio::time::timeout;
 async fn a_session_that_ends_as_the_lock_is_granted_is_reported_not_handed_out_as_held() {
     let world = World::start(0, Fencing::default()).await;
     let relays = world.relays().await;
-    let plan = FaultPlan::new("client-A", world.timeline().clone());
+    let plan = FaultPlan::new("client-A", world.timeline());
     // After its node was found first in the queue, before anything else.
     let gate = plan.pause_at(Point::AfterAcquire);
     let a = Arc::new(

@@ -13,8 +13,7 @@
 use std::time::Duration;
 
 use super::{Finding, Violation};
-use crate::history::{History, Op, Phase, What};
-use crate::observe::Change;
+use crate::history::{Change, History, Op, Phase, What};
 
 /// How far a server's clock and the history's may disagree: both are the
 /// same machine's, read a few microseconds apart.

@@ -56,11 +56,10 @@ mod tests {
     use lockcore::{Acquired, Release};
 
     use super::*;
-    use crate::observe::Timeline;
 
     #[test]
     fn a_story_reads_each_finding_as_a_line_of_its_own() {
-        let history = History::new(Timeline::new());
+        let history = History::new();
         history.push("harness", crate::check::tests::setup(1));
         let held = Acquired::with_value("1");
         for client in ["client-A", "client-B", "client-C"] {

@@ -36,7 +36,7 @@ impl Outcome {
     pub fn judged(recorded: Recorded) -> Self {
         let Recorded { history, facts } = recorded;
         let (verdict, said) = judge(&history);
-        let timeline = history.timeline().clone();
+        let timeline = Timeline::of(&history);
         for line in said {
             timeline.record("harness", line);
         }

@@ -49,6 +49,7 @@ pub use schedule::{Fault, Kind, Schedule};
 pub use trial::{TrialOutcome, TrialSpec};
 
 use crate::error::{HarnessError, Result};
+use crate::observe::Timeline;
 use crate::scenario::ScenarioEnv;
 
 /// What to explore.
@@ -116,13 +117,10 @@ impl Found {
             .copied()
             .filter(|e| !matches!(e.what, crate::history::What::Final { .. }))
             .collect();
+        let told = Timeline::of(&outcome.history);
         let timeline: Vec<String> = windows(&acted)
             .into_iter()
-            .map(|(from, to)| {
-                outcome
-                    .timeline
-                    .render_part(from, to, |event| actors.contains(&event.actor))
-            })
+            .map(|(from, to)| told.render_part(from, to, |event| actors.contains(&event.actor)))
             .collect();
         let timeline = timeline.join("          …\n");
         Self {

@@ -35,6 +35,7 @@ use crate::error::Result;
 use crate::fault::link::ReplicationLink;
 use crate::fault::node::{self, LockNodes, Proxies};
 use crate::history::History;
+use crate::observe::Timeline;
 use crate::process::Signal;
 
 /// The lock's nodes on the replicated topology: the master, and its
@@ -102,7 +103,7 @@ impl<'a, N: LockNodes> Nemesis<'a, N> {
     /// way on the nodes: a line waits until a restart has told its own.
     async fn narrate(&self, text: String) {
         let _nodes = self.nodes.lock().await;
-        self.history.timeline().record("harness", text);
+        self.history.narrate("harness", text);
     }
 
     /// One fault: aim, strike, and end it when it lasts.
@@ -366,8 +367,8 @@ impl<'a, N: LockNodes> Nemesis<'a, N> {
                         index
                     };
                     let victim = nodes.lock_node(index)?;
-                    let timeline = self.history.timeline();
-                    node::jump_clock(victim, nodes.lock_key(), length, timeline).await?;
+                    let timeline = Timeline::of(self.history);
+                    node::jump_clock(victim, nodes.lock_key(), length, &timeline).await?;
                 }
                 Ok(())
             }
@@ -415,7 +416,7 @@ impl<'a, N: LockNodes> Nemesis<'a, N> {
         }
         self.lock_node.store(REPLICA, Ordering::SeqCst);
         self.slots.reconnect_all();
-        self.history.timeline().record(
+        self.history.narrate(
             "harness",
             "the replica is the new master; clients reach it at the old address",
         );

@@ -14,7 +14,6 @@ use super::slots::Slots;
 use crate::check::{self, Violation};
 use crate::error::Result;
 use crate::history::{History, Phase};
-use crate::observe::Timeline;
 use crate::scenario::{Run, ScenarioEnv};
 
 /// Items for sale at the start of a trial: more than the clients can sell,
@@ -64,10 +63,8 @@ impl TrialSpec {
 pub struct TrialOutcome {
     /// The faults it played.
     pub schedule: Schedule,
-    /// Everything observed.
+    /// Everything observed (its timeline drawn from it).
     pub history: History,
-    /// The narrated timeline of the same trial.
-    pub timeline: Timeline,
     /// What the checkers found.
     pub violations: Vec<Violation>,
     /// Critical sections entered.
@@ -95,7 +92,6 @@ pub async fn run(env: &ScenarioEnv, spec: &TrialSpec) -> Result<TrialOutcome> {
     };
     let proxies = run.put_proxies().await?;
     let lock_nodes: Vec<String> = run.nodes.iter().map(|n| n.label().to_owned()).collect();
-    let timeline = run.timeline().clone();
     let history = run.history().clone();
     run.narrate(format!(
         "explore seed {} trial {}: {} clients; faults:\n{}",
@@ -151,7 +147,6 @@ pub async fn run(env: &ScenarioEnv, spec: &TrialSpec) -> Result<TrialOutcome> {
     Ok(TrialOutcome {
         schedule,
         history,
-        timeline,
         violations,
         sections,
         operations,

@@ -111,7 +111,7 @@ pub async fn put_proxies(nodes: &[Node], timeline: &Timeline) -> Result<(Proxies
         let proxy = Proxy::start(node.addr(), label, timeline).await?;
         // Clients talk to the proxy; their replies belong to the node.
         let url = through(&node.url(), &proxy.url());
-        timeline.name_node(&url, label);
+        timeline.history().name_node(&url, label);
         urls.push(url);
         proxies.push(proxy);
     }

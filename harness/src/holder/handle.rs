@@ -37,9 +37,7 @@ impl HolderProcess {
         fencing: Fencing,
     ) -> Result<Self> {
         let (wire, took) = Wire::start(launcher, spec).await?;
-        history
-            .timeline()
-            .record(&spec.name, super::started_line(wire.pid(), took));
+        history.narrate(&spec.name, super::started_line(wire.pid(), took));
         Ok(Self {
             name: spec.name.clone(),
             wire,
@@ -64,7 +62,7 @@ impl HolderProcess {
     pub async fn stall(&mut self, point: Point, stall: Duration) -> Result<()> {
         let request = format!("stall {point} {}", stall.as_millis());
         self.wire.ask(&request, Duration::ZERO).await?;
-        self.history.timeline().record(
+        self.history.narrate(
             &self.name,
             format!("will stall {}ms at {point}", stall.as_millis()),
         );
@@ -113,7 +111,7 @@ impl HolderProcess {
         self.history
             .invoke(&self.name, Op::Acquire, Detail::default());
         self.wire.send(&format!("acquire {}", wait.as_millis()))?;
-        self.history.timeline().record(
+        self.history.narrate(
             &self.name,
             format!("asks for the lock, waiting up to {}ms", wait.as_millis()),
         );
@@ -167,7 +165,7 @@ impl HolderProcess {
             ..Detail::word(word, from)
         };
         self.history.complete(&self.name, Op::Sell, phase, done);
-        self.history.timeline().record(&self.name, sale.to_string());
+        self.history.narrate(&self.name, sale.to_string());
         Ok(sale)
     }
 
@@ -197,8 +195,7 @@ impl HolderProcess {
         let lost = self.ask(&request, within, protocol::lost).await?;
         if lost {
             self.history
-                .timeline()
-                .record(&self.name, "its lost-lock signal fired");
+                .narrate(&self.name, "its lost-lock signal fired");
         }
         Ok(lost)
     }
@@ -214,17 +211,14 @@ impl HolderProcess {
     pub fn freeze(&mut self) -> Result<()> {
         process::send(self.pid(), process::Signal::Stop)?;
         self.history
-            .timeline()
-            .record(&self.name, "FROZEN with SIGSTOP (a stop-the-world pause)");
+            .narrate(&self.name, "FROZEN with SIGSTOP (a stop-the-world pause)");
         Ok(())
     }
 
     /// SIGCONT: the process runs again, unaware that time passed.
     pub fn thaw(&mut self) -> Result<()> {
         process::send(self.pid(), process::Signal::Continue)?;
-        self.history
-            .timeline()
-            .record(&self.name, "thawed with SIGCONT");
+        self.history.narrate(&self.name, "thawed with SIGCONT");
         Ok(())
     }
 }

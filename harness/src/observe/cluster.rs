@@ -17,7 +17,7 @@
 //! `CLUSTER` commands, so the timeline shows none of it.
 
 use std::collections::HashMap;
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use tokio::task::JoinHandle;
 use tokio::time::sleep;
@@ -113,7 +113,7 @@ impl ClusterWatcher {
                     for node in parse_cluster_nodes(&text) {
                         if let Some(old) = before.get(&node.id) {
                             for line in changes(old, &node, &name) {
-                                timeline.record_at(SystemTime::now(), &watching, None, line);
+                                timeline.record(&watching, line);
                             }
                         }
                         before.insert(node.id.clone(), node);

@@ -18,7 +18,8 @@
 use std::fmt::Write as _;
 use std::time::SystemTime;
 
-use super::timeline::{Event, Repeated, Timeline};
+use super::timeline::{Repeated, Timeline};
+use crate::history::Event;
 
 /// The history's words that open and close a critical section (a test
 /// below holds them to what the history writes).
@@ -382,13 +383,15 @@ mod tests {
     }
 
     fn command(timeline: &Timeline, client: &str, text: &str) {
-        timeline.record_at(SystemTime::now(), client, Some("lock"), text);
+        timeline
+            .history()
+            .record_at(SystemTime::now(), client, Some("lock"), text);
     }
 
     /// The GET/DEL race, narrated by a real history.
     fn race() -> String {
-        let timeline = Timeline::new();
-        let history = History::new(timeline.clone());
+        let history = History::new();
+        let timeline = Timeline::of(&history);
         let held = Acquired::with_value;
         timeline.record("harness", "stage4 (process backend): TTL 300ms, stock 2");
         command(&timeline, "client-A", "SET lock:stock a NX PX 300 -> OK");
@@ -399,7 +402,7 @@ mod tests {
         for _ in 0..43 {
             command(&timeline, "client-B", "SET lock:stock b NX PX 300 -> nil");
         }
-        timeline.record_at(
+        timeline.history().record_at(
             SystemTime::now(),
             "redis",
             Some("lock"),

@@ -1,6 +1,7 @@
 //! Observers: what the servers themselves recorded of a run (their
-//! commands, their keys, their failovers), and the timeline that tells the
-//! run in words. They judge nothing: [`crate::check`] does.
+//! commands, their keys, their failovers), written into the run's record
+//! ([`crate::history`]), and the timeline and the diagram drawn from that
+//! record. They judge nothing: [`crate::check`] does.
 
 mod cluster;
 mod diagram;
@@ -12,9 +13,8 @@ mod timeline;
 
 pub use cluster::{ClusterNode, ClusterWatcher, cluster_nodes, parse_cluster_nodes};
 pub use diagram::sequence_diagram;
-pub use keyspace::{Change, KeyChange, KeyRecord, NodeKeys};
+pub use keyspace::NodeKeys;
 pub use monitor::NodeWatcher;
 pub use notifications::BorrowedNotifications;
 pub use sentinel::{SentinelWatcher, Switches, wait_for_switch};
-pub use timeline::short;
-pub use timeline::{Event, Repeated, Timeline};
+pub use timeline::{Repeated, Timeline};

@@ -1,5 +1,6 @@
 //! What Redis really saw: `MONITOR` and keyspace notifications of a node,
-//! fed into the [`Timeline`] and the [`KeyRecord`].
+//! written into the run's history: its lines, and its
+//! [`KeyRecord`](crate::history::KeyRecord) of who changed each key.
 //!
 //! `MONITOR` names a connection only by its address, so the watcher learns
 //! names from the `CLIENT SETNAME` each client sends first. Commands run by a
@@ -18,9 +19,10 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use super::Timeline;
-use super::keyspace::{Change, KeyChange, NodeKeys};
+use super::keyspace::NodeKeys;
 use super::notifications::{BorrowedNotifications, NOTIFY};
 use crate::error::{HarnessError, Result};
+use crate::history::{Change, KeyChange, short};
 
 /// Commands that are plumbing, not part of any story.
 const HIDDEN: &[&str] = &[
@@ -92,7 +94,7 @@ impl NodeWatcher {
         timeline: &Timeline,
         prefix: Option<&str>,
     ) -> Result<Self> {
-        timeline.name_node(url, node);
+        timeline.history().name_node(url, node);
         let client = redis::Client::open(url)?;
         let info = client.get_connection_info();
         let addr = info.addr().to_string();
@@ -128,14 +130,14 @@ impl NodeWatcher {
         let mut stream = open_monitor(&addr, &setup).await?;
 
         let (seen_tx, seen_markers) = watch::channel(0u64);
-        let timeline = timeline.clone();
+        let history = timeline.history().clone();
         let node = node.to_owned();
         let mut scope = prefix.map(RunScope::new);
         // The run's prefix says nothing a reader needs: keys are shown and
         // recorded without it (`lock:stock`, as on the harness's servers).
         let hidden_prefix = prefix.unwrap_or_default().to_owned();
         let monitor = tokio::spawn(async move {
-            let mut keys = NodeKeys::new(&node, timeline.key_record());
+            let mut keys = NodeKeys::new(&node, history.keys());
             let mut names: HashMap<String, String> = HashMap::new();
             let mut last_client = String::from("?");
             // Owner values (`<uuid>:task-<n>`) and the client that sent them.
@@ -149,7 +151,7 @@ impl NodeWatcher {
                         }
                         Change::Written | Change::Deleted => continue,
                     };
-                    timeline.record_at(change.at, "redis", Some(&node), said);
+                    history.record_at(change.at, "redis", Some(&node), said);
                 }
             };
             loop {
@@ -177,7 +179,7 @@ impl NodeWatcher {
                         match again {
                             Ok(Ok(again)) => {
                                 stream = again;
-                                timeline.record(
+                                history.narrate(
                                     "harness",
                                     format!("[{node}] its MONITOR connection was closed by the server; watching it again"),
                                 );
@@ -258,7 +260,7 @@ impl NodeWatcher {
                 } else {
                     render_args(&args)
                 };
-                timeline.record_at(seen.at, &actor, Some(&node), text);
+                history.record_at(seen.at, &actor, Some(&node), text);
             }
         });
 
@@ -495,11 +497,7 @@ fn render_args(args: &[String]) -> String {
     args.iter()
         .map(|arg| {
             let one_line = arg.split_whitespace().collect::<Vec<_>>().join(" ");
-            if one_line.chars().count() > 16 {
-                format!("{}…", one_line.chars().take(8).collect::<String>())
-            } else {
-                one_line
-            }
+            short(&one_line, 16)
         })
         .collect::<Vec<_>>()
         .join(" ")

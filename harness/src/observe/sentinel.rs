@@ -7,7 +7,7 @@
 //! timeline shows each of them reaching its conclusion, and their
 //! agreement.
 
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use futures_util::StreamExt;
 use tokio::sync::watch;
@@ -71,12 +71,7 @@ impl SentinelWatcher {
                         switches.send_replace(Some(format!("{ip}:{port}")));
                     }
                 }
-                timeline.record_at(
-                    SystemTime::now(),
-                    &sentinel,
-                    None,
-                    format!("{channel} {text}"),
-                );
+                timeline.record(&sentinel, format!("{channel} {text}"));
             }
         })))
     }

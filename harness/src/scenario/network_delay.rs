@@ -112,8 +112,7 @@ async fn on_redlock(stage: StageEntry, env: ScenarioEnv) -> Result<Recorded> {
     let mut outcome = run.record().await?;
     let expiries = outcome
         .history
-        .timeline()
-        .events()
+        .lines()
         .iter()
         .filter(|e| e.text.starts_with(&expired))
         .count();

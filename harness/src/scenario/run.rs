@@ -37,6 +37,8 @@ pub struct Run {
     db: Option<Node>,
     /// Makes clients of the stage against these nodes.
     pub factory: ClientFactory,
+    /// The factory's history told in words.
+    timeline: Timeline,
     /// Numbers the scenario measured.
     pub facts: BTreeMap<&'static str, i64>,
     harness_db: Database,
@@ -228,7 +230,8 @@ impl Run {
         db: Node,
     ) -> Result<Self> {
         env.timing = super::ensemble::timing_for(&stage.description, env.timing);
-        let timeline = Timeline::new();
+        let history = History::new();
+        let timeline = Timeline::of(&history);
         env.recorder.keep(&timeline);
         let mut config = LockConfig {
             watchdog_timeout: env.timing.ttl,
@@ -279,7 +282,7 @@ impl Run {
                 .collect(),
             db_url: db.url(),
             config,
-            history: History::new(timeline.clone()),
+            history,
             fencing: env.fencing,
             request_ids: env.request_ids,
             holder_command: env.holder_command.clone(),
@@ -329,6 +332,7 @@ impl Run {
             nodes,
             db: Some(db),
             factory,
+            timeline,
             facts: BTreeMap::from([("initial_stock", stock)]),
             harness_db,
             watchers,
@@ -339,7 +343,7 @@ impl Run {
 
     /// The timeline of this run: its history told in words.
     pub fn timeline(&self) -> &Timeline {
-        self.factory.history.timeline()
+        &self.timeline
     }
 
     /// The lock's key on the servers.
@@ -421,8 +425,7 @@ impl Run {
     /// connection died with the old process; [`Run::unwatch`] it first).
     pub async fn watch_again(&mut self, index: usize) -> Result<()> {
         if let (Some(node), Some(slot)) = (self.nodes.get(index), self.watchers.get_mut(index)) {
-            let timeline = self.factory.history.timeline();
-            *slot = Some(NodeWatcher::start(&node.url(), node.label(), timeline).await?);
+            *slot = Some(NodeWatcher::start(&node.url(), node.label(), &self.timeline).await?);
         }
         Ok(())
     }

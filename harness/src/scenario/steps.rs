@@ -175,7 +175,7 @@ pub(super) async fn wait_for_replicas(
     client: &str,
     marker: &str,
 ) -> Result<i64> {
-    let replies = Some(run.timeline().reply_log());
+    let replies = Some(run.history().reply_log());
     let mut conn = lockcore::connect_blocking(url, client, replies, WAIT_TIMEOUT * 3).await?;
     redis::cmd("INCR")
         .arg(marker)

@@ -539,7 +539,9 @@ impl ClusterTopology {
             .map(|(id, label)| (id.clone(), label.to_owned()))
             .collect();
         for (addr, label) in self.addrs.iter().zip(LABELS) {
-            timeline.name_node(&format!("redis://{addr}"), label);
+            timeline
+                .history()
+                .name_node(&format!("redis://{addr}"), label);
         }
         self.watcher = Some(
             ClusterWatcher::start(&nodes[WATCHING].url(), LABELS[WATCHING], timeline, labels)

@@ -287,7 +287,9 @@ impl SentinelTopology {
             }
         }
         self.phases.ready();
-        timeline.name_node(&format!("redis://{}", self.seen_by_peers), master.label());
+        timeline
+            .history()
+            .name_node(&format!("redis://{}", self.seen_by_peers), master.label());
         timeline.record("harness", format!(
             "3 Sentinels watch the master (quorum {QUORUM}, down after {}ms or a little more); both replicas are in sync; clients find the master through the Sentinels",
             DOWN_AFTER.as_millis()

@@ -36,7 +36,7 @@ pub async fn lease(env: ScenarioEnv) -> Result<Lease> {
     // client-A is an RLock of its own (the harness's clients take no
     // lease), its commands logged to the same timeline.
     let setup = ClientSetup {
-        replies: Some(history.timeline().reply_log()),
+        replies: Some(history.reply_log()),
         ..ClientSetup::new(
             run.factory.lock_urls.clone(),
             "client-A",

@@ -94,13 +94,12 @@ impl World {
         .await
         .unwrap_or_else(|e| panic!("{e}"));
         harness_db.reset(stock).await.unwrap();
-        let timeline = Timeline::new();
         let factory = ClientFactory {
             stage: stage9::STAGE,
             lock_urls: ensemble.urls(),
             db_url: db.url(),
             config,
-            history: History::new(timeline),
+            history: History::new(),
             fencing,
             request_ids: Default::default(),
             holder_command: None,
@@ -134,8 +133,8 @@ impl World {
         world
     }
 
-    pub fn timeline(&self) -> &Timeline {
-        self.factory.history.timeline()
+    pub fn timeline(&self) -> Timeline {
+        Timeline::of(&self.factory.history)
     }
 
     pub fn narrate(&self, text: impl Into<String>) {
