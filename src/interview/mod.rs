@@ -214,7 +214,7 @@ impl Probe {
         match self.fencing {
             Fencing::ReadsAndWrites => match expected(&self.stage_name(), self.scenario)? {
                 Expected::Verdict(verdict) => Some(verdict),
-                Expected::NotApplicable | Expected::Unrecorded => None,
+                Expected::NotApplicable | Expected::Unrecorded | Expected::Race(_) => None,
             },
             Fencing::Unchecked => self.beside_the_matrix(&UNCHECKED),
             Fencing::WriteOnly => self.beside_the_matrix(&WRITE_ONLY),

@@ -152,6 +152,10 @@ pub enum Expected {
     /// A row without an expected row (`--holder-cmd`): whatever the story
     /// gives is shown, not compared; only a cell that could not run fails.
     Unrecorded,
+    /// A library's cell whose verdict is decided by a race between two of
+    /// its processes that the story cannot order (`ok|OUT-OF-ORDER`): any
+    /// of these, and the library's file says which race.
+    Race(Vec<Verdict>),
 }
 
 /// The expectation for `stage` × `scenario`, if the table has that cell.
@@ -165,6 +169,16 @@ pub fn expected(stage: &str, scenario: &str) -> Option<Expected> {
 }
 
 fn parse(cell: &str) -> Expected {
+    if cell.contains('|') {
+        return Expected::Race(
+            cell.split('|')
+                .filter_map(|one| match parse(one) {
+                    Expected::Verdict(verdict) => Some(verdict),
+                    _ => None,
+                })
+                .collect(),
+        );
+    }
     match cell {
         "n/a" => Expected::NotApplicable,
         "ok" => Expected::Verdict(Verdict::ok()),

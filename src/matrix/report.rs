@@ -255,6 +255,11 @@ pub fn expected_label(expected: &Expected) -> String {
         Expected::Verdict(verdict) => verdict.to_string(),
         Expected::NotApplicable => "n/a".to_owned(),
         Expected::Unrecorded => "anything (no expected row)".to_owned(),
+        Expected::Race(any) => any
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join(" or "),
     }
 }
 

@@ -18,7 +18,7 @@ async fn a_holder_process_runs_with_the_drift_factor_it_was_given() -> Result<()
     // lock at once.
     let mut given = run.factory.clone();
     given.config.drift_factor = 0.999;
-    let mut doubtful = given.spawn_holder(&run.env.launcher, "client-A")?;
+    let mut doubtful = given.spawn_holder(&run.env.launcher, "client-A").await?;
     match doubtful.acquire(patience).await {
         Ok(taken) => panic!(
             "a holder given drift factor 0.999 answered {taken} instead of refusing its configuration: it ran with another factor"
@@ -30,7 +30,10 @@ async fn a_holder_process_runs_with_the_drift_factor_it_was_given() -> Result<()
     }
 
     // The same child with the run's own factor takes the same free lock.
-    let mut trusting = run.factory.spawn_holder(&run.env.launcher, "client-B")?;
+    let mut trusting = run
+        .factory
+        .spawn_holder(&run.env.launcher, "client-B")
+        .await?;
     assert!(
         trusting.acquire(patience).await?,
         "a holder with the default drift factor could not take a free lock"

@@ -119,7 +119,15 @@ impl Wire {
     /// bound, plus `may_take` (what the request itself may wait, an
     /// acquire's `<ms>`). An `error` answer is an error naming the request.
     pub async fn ask(&mut self, request: &str, may_take: Duration) -> Result<String> {
-        self.send(request)?;
+        if let Err(e) = self.send(request) {
+            // A holder may answer before it is asked (`n/a`, an error about
+            // its spec) and exit: then its answer is the news, not the pipe
+            // it closed. Its stdout is closed too, so the wait is short.
+            return match self.answers.recv().await {
+                Some(answer) => self.read_answer(request, answer),
+                None => Err(e),
+            };
+        }
         let answer =
             match tokio::time::timeout(self.answer_within + may_take, self.answers.recv()).await {
                 Ok(Some(answer)) => answer,
@@ -134,6 +142,12 @@ impl Wire {
                     )));
                 }
             };
+        self.read_answer(request, answer)
+    }
+
+    /// An answer as the protocol reads it: `error …` is an error naming
+    /// the request, `n/a …` the row's reason to decline the story.
+    fn read_answer(&self, request: &str, answer: String) -> Result<String> {
         if let Some(error) = answer.strip_prefix("error ") {
             return Err(self.error(format!("answered `{request}` with an error: {error}")));
         }

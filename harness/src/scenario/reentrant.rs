@@ -21,7 +21,19 @@ use crate::client::Released;
 use crate::error::Result;
 
 pub(super) fn not_applicable(stage: &Description) -> Option<&'static str> {
-    (stage.stage == 0).then_some("no lock")
+    if stage.stage == 0 {
+        return Some("no lock");
+    }
+    if stage.reentrant {
+        return None;
+    }
+    // A lock that is not reentrant waits behind its own node: the judge
+    // would need the ensemble's record of who holds the node, as it has
+    // the keyspace's on Redis, to tell that wait from a deadlock.
+    super::ensemble::redis_only(
+        stage,
+        "ZooKeeper: a lock that is not reentrant waits behind its own node, and no observer of the ensemble's nodes tells that wait from a deadlock yet",
+    )
 }
 
 pub(super) async fn run(stage: StageEntry, env: ScenarioEnv) -> Result<Recorded> {

@@ -195,6 +195,10 @@ pub(super) async fn wait_for_replicas(
     Ok(acknowledged)
 }
 
+/// How long client-A asks the cut-off master: ten times what its answer
+/// takes on a loaded machine.
+const ASK_THE_CUT_OFF_MASTER_FOR: Duration = Duration::from_secs(5);
+
 /// Step 3 of a partition story: A asks the cut-off master (`master`, for
 /// the timeline) and, if granted, reads the stock. A refusal is part of the
 /// story (the master counts too few replicas), not an error.
@@ -203,7 +207,11 @@ pub(super) async fn a_asks_the_cut_off_master(
     a: &Client,
     master: &str,
 ) -> Result<(Option<Acquired>, Option<i64>)> {
-    let held_a = match a.acquire(run.env.timing.patience()).await {
+    // The master answers at once, yes or no; a library that takes a no as
+    // "busy" and asks again (rslock) would ask until its patience ends, a
+    // minute and a half with the stories' 30 s lease.
+    let wait = run.env.timing.patience().min(ASK_THE_CUT_OFF_MASTER_FOR);
+    let held_a = match a.acquire(wait).await {
         Ok(held) => held,
         Err(HarnessError::Lock(e)) => {
             run.narrate(format!("client-A's lock was REFUSED by {master}: {e}"));

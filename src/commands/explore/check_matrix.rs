@@ -82,7 +82,7 @@ fn columns(kinds: &[Kind]) -> Vec<(Option<Kind>, &'static str)> {
 /// The safety and liveness findings a cell predicts.
 fn predicted(cell: &Expected) -> Option<BTreeSet<Finding>> {
     match cell {
-        Expected::NotApplicable | Expected::Unrecorded => None,
+        Expected::NotApplicable | Expected::Unrecorded | Expected::Race(_) => None,
         Expected::Verdict(verdict) => Some(judged(verdict)),
     }
 }

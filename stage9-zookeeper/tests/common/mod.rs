@@ -196,6 +196,7 @@ impl World {
         let mut holder = self
             .factory
             .spawn_holder(&Launcher::this_test_binary(), name)
+            .await
             .unwrap();
         assert!(
             holder.acquire(patience()).await.unwrap(),
