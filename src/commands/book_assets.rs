@@ -33,7 +33,7 @@ use harness::server::Backend;
 use harness::workload::{Fencing, ReleaseOrder, RequestIds};
 
 use super::run::launcher;
-use super::{scenario_named, stage_named, write_file};
+use super::{row_named, scenario_named, stage_named, write_file};
 use crate::Failure;
 use crate::matrix::{Expected, expected};
 use crate::render::html;
@@ -138,6 +138,11 @@ pub const BOOK_RUNS: &[BookRun] = &[
     },
     run("stage8", "release-before-commit", "choosing.md"),
     run("stage5", "eviction", "choosing.md"),
+    run("redis-py", "gc-pause", "libraries.md"),
+    run("redis-py-no-ttl", "killed-holder", "libraries.md"),
+    run("python-redis-lock-renewal", "gc-pause", "libraries.md"),
+    run("pottery", "network-delay", "libraries.md"),
+    run("kazoo", "minority-partition", "libraries.md"),
 ];
 
 /// A run against a resource that checks no token (`--fencing none`).
@@ -238,7 +243,7 @@ pub async fn run_all(book: &Path, check: bool, only: &[String]) -> Result<(), Fa
     }
     // Every name first, so a typo fails before any run.
     for r in BOOK_RUNS {
-        stage_named(r.stage)?;
+        row_named(r.stage)?;
         scenario_named(r.scenario)?;
     }
     for s in BOOK_STORIES {
@@ -309,13 +314,14 @@ fn derived(book: &Path) -> Vec<(String, Result<String, Vec<String>>)> {
 /// Runs one scenario of the list; its timeline, if it told the story the
 /// book tells.
 async fn run_scenario(r: &BookRun) -> Result<Timeline, Failure> {
-    let stage = stage_named(r.stage)?;
+    let row = row_named(r.stage)?;
     let scenario = scenario_named(r.scenario)?;
     eprintln!("running {} x {}", r.stage, r.scenario);
-    let env = ScenarioEnv::new(Backend::from_env()?, launcher(&stage)?, r.fencing)
+    let env = row
+        .env(Backend::from_env()?, r.fencing)?
         .with_request_ids(r.request_ids)
         .with_release_order(r.release_order);
-    let outcome = scenario.play(stage, env).await?;
+    let outcome = scenario.play(row.entry, env).await?;
     // With request ids checked the matrix's cell does not apply: a retry
     // must not be charged twice, and two different requests are not one.
     if r.request_ids == RequestIds::Checked && outcome.verdict.has(Finding::Duplicate) {
@@ -531,7 +537,7 @@ mod tests {
     #[test]
     fn every_listed_run_names_a_real_stage_and_scenario() {
         for r in BOOK_RUNS {
-            assert!(stage_named(r.stage).is_ok(), "{}", r.stage);
+            assert!(row_named(r.stage).is_ok(), "{}", r.stage);
             assert!(scenario_named(r.scenario).is_ok(), "{}", r.scenario);
         }
         for s in BOOK_STORIES {

@@ -24,6 +24,14 @@ pub(super) const fn on(stage: u8, scenario: &'static str, says: &'static str) ->
     }
 }
 
+/// A run of a lock library's row (`redis-py`), as `matrix --library` runs it.
+const fn library(name: &'static str, scenario: &'static str, says: &'static str) -> Probe {
+    Probe {
+        library: Some(name),
+        ..on(0, scenario, says)
+    }
+}
+
 /// A run of stage 6's fair variant (`stage6-fair`), as the matrix runs it.
 const fn fair(scenario: &'static str, says: &'static str) -> Probe {
     Probe {
@@ -99,6 +107,15 @@ const DEBATE: (&str, &str) = ("The Redlock debate", "redlock-debate.md");
 const CHOOSING: (&str, &str) = ("Choosing a lock", "choosing.md");
 const IDEMPOTENCY: (&str, &str) = ("Idempotency, the last defence", "idempotency.md");
 const BEYOND: (&str, &str) = ("Beyond Redis: ZooKeeper and etcd", "beyond-redis.md");
+const LIBRARIES: (&str, &str) = ("Your library, under the same faults", "libraries.md");
+const REDIS_PY_LOCK: (&str, &str) = (
+    "redis-py: the Lock class (redis/lock.py)",
+    "https://github.com/redis/redis-py/blob/master/redis/lock.py",
+);
+const PYTHON_REDIS_LOCK: (&str, &str) = (
+    "python-redis-lock (ionelmc/python-redis-lock)",
+    "https://github.com/ionelmc/python-redis-lock",
+);
 const CURATOR: (&str, &str) = (
     "Apache Curator: Shared Reentrant Lock (InterProcessMutex)",
     "https://curator.apache.org/docs/recipes-shared-reentrant-lock/",
@@ -1382,5 +1399,79 @@ pub const QUESTIONS: &[Question] = &[
                    a newer token, so client-A's transaction is REJECTED when it commits.",
         sources: &[],
         read_next: CHOOSING,
+    },
+    // 41
+    Question {
+        ask: "Celery takes redis-py's `Lock` for its tasks. A worker holding it stops for a long \
+              GC pause (or the VM is frozen). What happens?",
+        answer: "The key expires under the frozen worker and another worker takes the lock; when \
+                 the first one wakes it carries on from what it read before the pause and writes \
+                 too. redis-py's lock is stage 5: one `SET NX PX` and a compare-and-delete \
+                 release. It renews nothing, hands out no token and never tells the holder the \
+                 lock is gone, so nothing stops the late write. Its release is safe (it deletes \
+                 nothing that is not its own), which is why the only symptom is the data.\n\n\
+                 A watchdog does not save you either: python-redis-lock's `auto_renewal` thread \
+                 is frozen with the process, and when it wakes its renewal fails, the thread \
+                 ends, and the holder is not told. What saves the data is a fencing token the \
+                 resource checks: kazoo's lock node has one (its `czxid`), and with it the \
+                 paused holder's write is refused, though the two still overlapped.",
+        java: Some(
+            "Redisson's `RLock` is stage 6: its watchdog renews while the JVM runs and stops in \
+             the pause like any thread; only a token checked by the resource (stage 8) refuses \
+             the late write.",
+        ),
+        predict: "client-A is frozen with SIGSTOP past its TTL while it holds the lock; client-B \
+                  takes it and sells; client-A wakes and sells too. With redis-py, with \
+                  python-redis-lock's auto_renewal, and with kazoo (its node's czxid checked as a \
+                  token): which runs oversell?",
+        watch: Fires(Oversold),
+        runs: &[
+            library("redis-py", "gc-pause", "OVERSOLD OVERLAP"),
+            library("python-redis-lock-renewal", "gc-pause", "OVERSOLD OVERLAP"),
+            library("kazoo", "gc-pause", "OVERLAP"),
+        ],
+        marks: &["FROZEN", "thawed", "EVALSHA", "REJECTED", "OVERSOLD"],
+        tests: &[],
+        look_for: "In the first run client-B's SET comes after `expired lock:stock`, and \
+                   client-A's SET stock follows client-B's after the thaw. In the second, \
+                   client-A's renewal script runs after the thaw and finds another value; the \
+                   thread ends, and client-A sells anyway. In the third, client-A's write is REJECTED: \
+                   client-B's token was newer.",
+        sources: &[REDIS_PY_LOCK, PYTHON_REDIS_LOCK, KLEPPMANN],
+        read_next: LIBRARIES,
+    },
+    // 42
+    Question {
+        ask: "A job takes `r.lock(\"report\")` with redis-py and no timeout. The worker holding \
+              it is OOM-killed. What happens to the next run of the job?",
+        answer: "It waits for ever. redis-py's `timeout` defaults to `None`, and then its `SET` \
+                 carries no `PX`: the key never expires, and the only thing that deletes it is \
+                 the release the dead worker never sent. It is stage 1's deadlock with a safe \
+                 release. python-redis-lock does the same when you leave out `expire`, as its \
+                 README's own example does.\n\n\
+                 Give the lock a timeout longer than the job, and renew it (`extend`) if the \
+                 job can run longer; with a timeout the killed worker's lock frees itself at \
+                 the TTL.",
+        java: Some(
+            "Redisson's `lock()` without a lease time is safe here: its watchdog renews a 30 s \
+             lease only while the JVM lives, so a killed holder's lock expires. It is \
+             `lock(leaseTime, unit)` with a huge lease that behaves like `timeout=None`.",
+        ),
+        predict: "client-A takes the lock and is killed with kill -9; client-B asks for it. With \
+                  redis-py at its default timeout, with a timeout, and with python-redis-lock \
+                  without `expire`: which runs deadlock?",
+        watch: Fires(Deadlock),
+        runs: &[
+            library("redis-py-no-ttl", "killed-holder", "DEADLOCK"),
+            library("redis-py", "killed-holder", "ok"),
+            library("python-redis-lock-no-ttl", "killed-holder", "DEADLOCK"),
+        ],
+        marks: &["SET lock:stock", "KILLED", "DEADLOCK"],
+        tests: &[],
+        look_for: "The first run's SET has no PX and no `expired` line follows the kill; client-B \
+                   asks until its patience runs out. With a timeout, `expired lock:stock` comes \
+                   one TTL after the SET and client-B gets in.",
+        sources: &[REDIS_PY_LOCK, PYTHON_REDIS_LOCK],
+        read_next: LIBRARIES,
     },
 ];

@@ -30,16 +30,25 @@ pub struct Matrix {
 }
 
 impl Matrix {
-    /// The book's matrix.
+    /// The book's matrix: the stages' columns, then the library rows'
+    /// (`generated/libraries/matrix.json`, the library chapter's table).
     pub fn of_the_book() -> Matrix {
-        let path = super::book_src("book/src").join("generated/matrix.json");
-        let text = std::fs::read_to_string(&path).expect("book/src/generated/matrix.json");
-        let json: serde_json::Value = serde_json::from_str(&text).expect("matrix.json parses");
         let mut matrix = Matrix {
             stages: Vec::new(),
             scenarios: Vec::new(),
             cells: HashMap::new(),
         };
+        for file in ["generated/matrix.json", "generated/libraries/matrix.json"] {
+            matrix.read(&super::book_src("book/src").join(file));
+        }
+        matrix
+    }
+
+    fn read(&mut self, path: &Path) {
+        let matrix = self;
+        let text =
+            std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let json: serde_json::Value = serde_json::from_str(&text).expect("matrix.json parses");
         for cell in json["cells"].as_array().expect("matrix.json has cells") {
             let field = |name: &str| cell[name].as_str().unwrap_or_default().to_owned();
             let (stage, scenario) = (field("stage"), field("scenario"));
@@ -56,7 +65,6 @@ impl Matrix {
                 },
             );
         }
-        matrix
     }
 
     fn cell(&self, stage: &str, scenario: &str) -> Option<&Cell> {
