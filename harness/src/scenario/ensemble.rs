@@ -54,6 +54,10 @@ pub(super) fn redis_only(stage: &Description, reason: &'static str) -> Option<&'
 /// Each ZooKeeper reason for `n/a` and etcd's counterpart.
 pub const ETCD_REASONS: &[(&str, &str)] = &[
     (
+        "ZooKeeper: a lock that is not reentrant waits behind its own node, and no observer of the ensemble's nodes tells that wait from a deadlock yet",
+        "etcd: a lock that is not reentrant waits behind its own key, and no observer of the cluster's keys tells that wait from a deadlock yet",
+    ),
+    (
         "ZooKeeper: it evicts nothing; a lock node lives until its session ends",
         "etcd: it evicts nothing; a lock key lives until its lease ends",
     ),

@@ -32,7 +32,7 @@ const LEGEND: [(&str, &str); 11] = [
 ];
 
 /// The Chinese of every reason a scenario gives for not applying.
-const REASONS: [(&str, &str); 43] = [
+const REASONS: [(&str, &str); 45] = [
     (
         "no lock command to crash after",
         "没有加锁命令，也就谈不上在它之后崩溃",
@@ -55,6 +55,14 @@ const REASONS: [(&str, &str); 43] = [
     ("no lock to leave behind", "没有锁会被留下"),
     ("no lock to release early", "没有锁，也就谈不上提前解锁"),
     ("no lock key to evict", "没有锁 key 可被淘汰"),
+    (
+        "ZooKeeper: a lock that is not reentrant waits behind its own node, and no observer of the ensemble's nodes tells that wait from a deadlock yet",
+        "ZooKeeper：不可重入的锁会排在自己的节点后面等，而目前还没有观察 ensemble 节点的观察者，分不清这种等待和死锁",
+    ),
+    (
+        "etcd: a lock that is not reentrant waits behind its own key, and no observer of the cluster's keys tells that wait from a deadlock yet",
+        "etcd：不可重入的锁会排在自己的 key 后面等，而目前还没有观察集群 key 的观察者，分不清这种等待和死锁",
+    ),
     (
         "ZooKeeper: it evicts nothing; a lock node lives until its session ends",
         "ZooKeeper：它不淘汰任何东西，锁节点一直活到会话结束",
