@@ -18,10 +18,14 @@ async fn a_holder_process_runs_with_the_drift_factor_it_was_given() -> Result<()
     // lock at once.
     let mut given = run.factory.clone();
     given.config.drift_factor = 0.999;
-    let mut doubtful = given.spawn_holder(&run.env.launcher, "client-A").await?;
-    match doubtful.acquire(patience).await {
+    // The child refuses as soon as it starts, before its first request.
+    let refused = match given.spawn_holder(&run.env.launcher, "client-A").await {
+        Ok(mut doubtful) => doubtful.acquire(patience).await.map(|_| ()),
+        Err(refused) => Err(refused),
+    };
+    match refused {
         Ok(taken) => panic!(
-            "a holder given drift factor 0.999 answered {taken} instead of refusing its configuration: it ran with another factor"
+            "a holder given drift factor 0.999 answered {taken:?} instead of refusing its configuration: it ran with another factor"
         ),
         Err(refused) => assert!(
             refused.to_string().contains("drift allowance"),
