@@ -70,12 +70,17 @@ impl Workload<'_> {
         })
     }
 
-    /// Client `slot`'s loop, until the trial's time is up.
-    pub(crate) async fn client(&self, slot: usize) -> Result<()> {
+    /// Client `slot`'s first holder process, started and ready.
+    pub(crate) async fn first_holder(&self, slot: usize) -> Result<HolderProcess> {
+        self.spawn(&client_name(slot), self.slots.get(slot)).await
+    }
+
+    /// Client `slot`'s loop with its first `holder`, until the trial's
+    /// time is up.
+    pub(crate) async fn client(&self, slot: usize, mut holder: HolderProcess) -> Result<()> {
         let name = client_name(slot);
         let state = self.slots.get(slot);
         let mut rng = Rng::new(self.seed.0, (self.seed.1 << 8) + slot as u64 + 1);
-        let mut holder = self.spawn(&name, state).await?;
         while Instant::now() < self.until {
             if state.reconnect.swap(false, Ordering::SeqCst) {
                 drop(holder);

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use futures_util::future::join_all;
+use futures_util::future::{join_all, try_join_all};
 use lockcore::StageEntry;
 use tokio::time::Instant;
 
@@ -103,8 +103,7 @@ pub async fn run(env: &ScenarioEnv, spec: &TrialSpec) -> Result<TrialOutcome> {
 
     let slots = Slots::new(spec.clients);
     let factory = run.factory.clone();
-    let start = Instant::now();
-    let workload = Workload {
+    let mut workload = Workload {
         factory: &factory,
         launcher: &env.launcher,
         history: &history,
@@ -112,10 +111,22 @@ pub async fn run(env: &ScenarioEnv, spec: &TrialSpec) -> Result<TrialOutcome> {
         ttl: timing.ttl,
         business: timing.business,
         stall_point: stall_point(&spec.stage.description),
-        until: start + timing.ttl * TRIAL_TTLS,
+        until: Instant::now(),
         seed: (spec.seed, spec.trial),
     };
-    let clients = join_all((0..spec.clients).map(|i| workload.client(i)));
+    // Every client's holder is ready before the clock starts: the
+    // schedule's moments count from the start, and a library's holder
+    // takes a few hundred milliseconds to load (a Python adapter's imports).
+    let holders = try_join_all((0..spec.clients).map(|i| workload.first_holder(i))).await?;
+    let start = Instant::now();
+    workload.until = start + timing.ttl * TRIAL_TTLS;
+    let workload = workload;
+    let clients = join_all(
+        holders
+            .into_iter()
+            .enumerate()
+            .map(|(i, holder)| workload.client(i, holder)),
+    );
     let nemesis = async {
         Nemesis::new(
             &mut run,

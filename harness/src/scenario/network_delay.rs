@@ -14,11 +14,15 @@
 //! failed, although it ran. What is left is the key it wrote. From stage 3
 //! on it carries a TTL and frees itself; stage 1's never expires, nor does
 //! stage 2's, whose `EXPIRE` waited for the lost `SETNX` reply and was never
-//! sent: nobody gets the lock again.
+//! sent: nobody gets the lock again. client-B, who takes the lock once the
+//! key has expired, stays inside until client-A has its answer: a client
+//! library that waits longer for a reply (redis-py waits 5 s) hears "OK"
+//! for a key that expired long ago, and its holder sells beside client-B.
 
 use std::time::Duration;
 
 use lockcore::{Description, LockError, StageEntry};
+use tokio::sync::watch;
 use tokio::time::{Instant, sleep};
 
 use super::steps::release_after_fault;
@@ -127,14 +131,21 @@ async fn on_one_node(stage: StageEntry, env: ScenarioEnv) -> Result<Recorded> {
     let timing = run.env.timing;
     let proxies = run.put_proxies().await?;
     let asker = run.client("client-A").await?;
-    let other = run.client("client-B").await?;
+    // client-B stays inside until client-A has its answer: its lock must
+    // outlive that wait (three TTLs and more), as a rival's does.
+    let other = run.rival("client-B").await?;
     // Once with a healthy network: connections open, scripts cached.
     if let Some(held) = asker.acquire(timing.patience()).await? {
         asker.release(&held).await?.answered()?;
     }
     delay_replies_to_a(&run, &proxies);
 
-    let ask = asker.try_acquire();
+    let (answered, mut heard) = watch::channel(false);
+    let ask = async {
+        let asked = asker.try_acquire().await;
+        let _ = answered.send(true);
+        asked
+    };
     let contend = async {
         // Room for two delayed replies before the lock command: a library
         // may ask the node something first (python-redis-lock reads the
@@ -147,16 +158,30 @@ async fn on_one_node(stage: StageEntry, env: ScenarioEnv) -> Result<Recorded> {
             ));
         }
         run.narrate("client-A's lock command ran on the node; its reply is on its way, slowly");
-        run.survivor_buys(&other).await?;
-        Ok(())
+        let Some(held) = run.probe_for_deadlock(&other).await? else {
+            return Ok(None);
+        };
+        let read = other.read_stock(&held).await?;
+        // Inside, client-B waits for client-A's answer: a grant that comes
+        // late lands while client-B holds the lock.
+        let _ = heard.wait_for(|answered| *answered).await;
+        Ok(Some((held, read)))
     };
     let (asked, contended) = tokio::join!(ask, contend);
-    contended?;
+    let inside_b = contended?;
+    let mut b_sold = false;
     match asked {
         Ok(Some(held)) => {
             run.narrate("client-A got its reply late and believes it holds the lock");
             run.facts.insert("late_holder", 1);
-            asker.buy_one(&held, timing.business).await?;
+            let read = asker.read_stock(&held).await?;
+            // Both read the same stock; client-B sells, then client-A.
+            if let Some((held_b, read_b)) = &inside_b {
+                other.sell(*read_b, held_b).await?;
+                other.release(held_b).await?.answered()?;
+                b_sold = true;
+            }
+            asker.sell(read, &held).await?;
             release_after_fault(&run, &asker, &held).await?;
         }
         Ok(None) => run.narrate("client-A was told the lock is taken"),
@@ -168,6 +193,10 @@ async fn on_one_node(stage: StageEntry, env: ScenarioEnv) -> Result<Recorded> {
             ));
         }
         Err(other) => return Err(other),
+    }
+    if let (Some((held_b, read_b)), false) = (&inside_b, b_sold) {
+        other.sell(*read_b, held_b).await?;
+        other.release(held_b).await?.answered()?;
     }
     proxies.heal("client-A");
     run.history().fault_ended("client-A", Kind::Delay);
