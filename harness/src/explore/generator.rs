@@ -72,40 +72,63 @@ impl Workload<'_> {
 
     /// Client `slot`'s first holder process, started and ready.
     pub(crate) async fn first_holder(&self, slot: usize) -> Result<HolderProcess> {
-        self.spawn(&client_name(slot), self.slots.get(slot)).await
+        let name = client_name(slot);
+        let holder = self.factory.spawn_holder(self.launcher, &name).await?;
+        self.slots
+            .get(slot)
+            .pid
+            .store(holder.pid(), Ordering::SeqCst);
+        Ok(holder)
     }
 
     /// Client `slot`'s loop with its first `holder`, until the trial's
     /// time is up.
-    pub(crate) async fn client(&self, slot: usize, mut holder: HolderProcess) -> Result<()> {
+    pub(crate) async fn client(&self, slot: usize, holder: HolderProcess) -> Result<()> {
         let name = client_name(slot);
         let state = self.slots.get(slot);
         let mut rng = Rng::new(self.seed.0, (self.seed.1 << 8) + slot as u64 + 1);
+        let mut holder = Some(holder);
         while Instant::now() < self.until {
             if state.reconnect.swap(false, Ordering::SeqCst) {
-                drop(holder);
-                holder = self.spawn(&name, state).await?;
+                holder = None;
             }
+            let Some(current) = holder.as_mut() else {
+                holder = self.respawn(&name, state).await?;
+                continue;
+            };
             state.pass_gate().await;
-            let purchase = self.one_purchase(slot, &name, &mut holder, &mut rng);
+            let purchase = self.one_purchase(slot, &name, current, &mut rng);
             if let Err(Unknown) = purchase.await {
                 state.inside.store(false, Ordering::SeqCst);
                 state.reconnect.store(false, Ordering::SeqCst);
-                drop(holder);
+                holder = None;
                 // A short breath, so that a node that is down for a moment
                 // is not asked a hundred times meanwhile.
                 sleep(self.ttl / 30).await;
-                holder = self.spawn(&name, state).await?;
             }
         }
         state.pid.store(0, Ordering::SeqCst);
         Ok(())
     }
 
-    async fn spawn(&self, name: &str, state: &Slot) -> Result<HolderProcess> {
-        let holder = self.factory.spawn_holder(self.launcher, name).await?;
-        state.pid.store(holder.pid(), Ordering::SeqCst);
-        Ok(holder)
+    /// A new holder process for a client whose last one was replaced;
+    /// `None` once the trial's time is up. A holder that cannot reach its
+    /// lock node yet (a node cut off, replies delayed) answers its `ping`
+    /// with an error, as it would have answered its first request: it is
+    /// replaced again after a breath, as an unknown outcome is.
+    async fn respawn(&self, name: &str, state: &Slot) -> Result<Option<HolderProcess>> {
+        state.pid.store(0, Ordering::SeqCst);
+        while Instant::now() < self.until {
+            match self.factory.spawn_holder(self.launcher, name).await {
+                Ok(holder) => {
+                    state.pid.store(holder.pid(), Ordering::SeqCst);
+                    return Ok(Some(holder));
+                }
+                Err(HarnessError::Holder(_)) => sleep(self.ttl / 30).await,
+                Err(other) => return Err(other),
+            }
+        }
+        Ok(None)
     }
 
     // ANCHOR: purchase
