@@ -140,11 +140,10 @@ pub fn timing_for(stage: &Description, timing: Timing) -> Timing {
     }
 }
 
-/// Starts a run of a consensus-store stage: its cluster, the database
-/// node, and the session timeout or lease TTL in the TTL's place
-/// ([`timing_for`]).
-pub(super) async fn start_run(stage: StageEntry, mut env: ScenarioEnv, stock: i64) -> Result<Run> {
-    env.timing = timing_for(&stage.description, env.timing);
+/// Starts a run of a consensus-store stage: its cluster and the database
+/// node. The session timeout or lease TTL takes the TTL's place where
+/// every run starts ([`timing_for`], in `Run::start_with_db`).
+pub(super) async fn start_run(stage: StageEntry, env: ScenarioEnv, stock: i64) -> Result<Run> {
     if let (Some(Store::ZooKeeper), Some(shared)) =
         (store_of(&stage.description), env.shared_zookeeper.clone())
     {

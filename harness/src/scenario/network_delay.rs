@@ -169,34 +169,36 @@ async fn on_one_node(stage: StageEntry, env: ScenarioEnv) -> Result<Recorded> {
     };
     let (asked, contended) = tokio::join!(ask, contend);
     let inside_b = contended?;
-    let mut b_sold = false;
-    match asked {
+    // A late holder reads while client-B is still inside: both read the
+    // same stock. Then client-B sells and leaves, then client-A.
+    let late = match asked {
         Ok(Some(held)) => {
             run.narrate("client-A got its reply late and believes it holds the lock");
             run.facts.insert("late_holder", 1);
             let read = asker.read_stock(&held).await?;
-            // Both read the same stock; client-B sells, then client-A.
-            if let Some((held_b, read_b)) = &inside_b {
-                other.sell(*read_b, held_b).await?;
-                other.release(held_b).await?.answered()?;
-                b_sold = true;
-            }
-            asker.sell(read, &held).await?;
-            release_after_fault(&run, &asker, &held).await?;
+            Some((held, read))
         }
-        Ok(None) => run.narrate("client-A was told the lock is taken"),
+        Ok(None) => {
+            run.narrate("client-A was told the lock is taken");
+            None
+        }
         Err(HarnessError::Lock(LockError::Redis(e))) => {
             run.facts.insert("late_holder", 0);
             run.narrate(format!(
                 "client-A gave up waiting for its reply ({e}): it thinks it failed, yet its lock \
                  command ran"
             ));
+            None
         }
         Err(other) => return Err(other),
-    }
-    if let (Some((held_b, read_b)), false) = (&inside_b, b_sold) {
+    };
+    if let Some((held_b, read_b)) = &inside_b {
         other.sell(*read_b, held_b).await?;
         other.release(held_b).await?.answered()?;
+    }
+    if let Some((held, read)) = &late {
+        asker.sell(*read, held).await?;
+        release_after_fault(&run, &asker, held).await?;
     }
     proxies.heal("client-A");
     run.history().fault_ended("client-A", Kind::Delay);
