@@ -82,7 +82,7 @@ pub struct TrialOutcome {
 pub async fn run(env: &ScenarioEnv, spec: &TrialSpec) -> Result<TrialOutcome> {
     // A consensus store's TTL is its session or lease, longer than Redis's:
     // the schedule, the workload and the checkers all go by the one in use.
-    let timing = crate::scenario::ensemble::timing_for(&spec.stage.description, env.timing);
+    let timing = env.timing.for_stage(&spec.stage.description);
     let schedule = spec.schedule(timing.ttl);
     let (mut run, link) = if schedule.has_failover() {
         let (run, link) = Run::start_replicated(spec.stage, env.clone(), STOCK).await?;

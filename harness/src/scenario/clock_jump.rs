@@ -23,7 +23,10 @@ use crate::fault::node::{self, LockNodes};
 const VICTIM: usize = 0;
 
 pub(super) fn not_applicable(stage: &Description) -> Option<&'static str> {
-    (stage.stage == 0).then_some("no lock key for a clock to expire")
+    let consensus =
+        "ZooKeeper: no key TTL to cut; sessions are timed on the servers' monotonic clocks";
+    super::ensemble::redis_only(stage, consensus)
+        .or_else(|| (stage.stage == 0).then_some("no lock key for a clock to expire"))
 }
 
 pub(super) async fn run(stage: StageEntry, mut env: ScenarioEnv) -> Result<Recorded> {

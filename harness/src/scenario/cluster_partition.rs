@@ -43,7 +43,7 @@ use super::steps::{
 };
 use super::{Recorded, Run, ScenarioEnv};
 use crate::error::{HarnessError, Result};
-use crate::topology::replicated::wait_for_replication_info;
+use crate::topology::replicated::wait_demoted;
 
 /// Items for sale: one, so a second order is an oversell.
 const STOCK: i64 = 1;
@@ -108,14 +108,7 @@ pub(super) async fn run(stage: StageEntry, env: ScenarioEnv) -> Result<Recorded>
 
     // 7. The heal, and the demotion of the old master.
     cluster.heal(&run.nodes, MASTER, run.timeline()).await?;
-    wait_for_replication_info(&run.nodes[MASTER], "role", "slave", DEMOTED_WITHIN).await?;
-    wait_for_replication_info(
-        &run.nodes[MASTER],
-        "master_link_status",
-        "up",
-        DEMOTED_WITHIN,
-    )
-    .await?;
+    wait_demoted(&run.nodes[MASTER], DEMOTED_WITHIN).await?;
     // A node back from the minority serves again once it has waited out
     // its rejoin delay (the node timeout): until then it answers even
     // reads with CLUSTERDOWN.

@@ -30,6 +30,9 @@ const ARTICLES_RETRY: Duration = Duration::from_millis(100);
 /// (its watchdog's renewal late) from losing its lock to the next client.
 const CONTENTION_TTL: Duration = Duration::from_secs(3);
 
+/// Every stage can be told this story.
+pub(super) use super::always as not_applicable;
+
 pub(super) async fn run(stage: StageEntry, mut env: ScenarioEnv) -> Result<Recorded> {
     env.timing.ttl = env.timing.ttl.max(CONTENTION_TTL);
     let mut run = Run::start(stage, env, STOCK).await?;

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use lockcore::{Description, StageEntry};
 
-use super::{Run, ScenarioEnv, Timing};
+use super::{Run, ScenarioEnv};
 use crate::error::Result;
 use crate::server::ensemble::Ensemble;
 use crate::server::etcd::EtcdCluster;
@@ -123,26 +123,9 @@ fn etcd_reason(reason: &str) -> &'static str {
 /// etcd's reason for a story with no counterpart in [`ETCD_REASONS`].
 pub const ETCD_NEEDS_REDIS: &str = "etcd: the story needs a Redis topology";
 
-/// The times a run of `stage` uses: the story's TTL, or the shortest the
-/// lock can take if that is longer (python-redis-lock's whole second); on
-/// a consensus store, the session timeout or the lease's TTL, at least
-/// [`SHORTEST_SESSION`]. The stories time their steps from the TTL, so
-/// their other times scale with it.
-pub fn timing_for(stage: &Description, timing: Timing) -> Timing {
-    let shortest = if on_consensus_store(stage) {
-        stage.home.shortest_ttl.max(SHORTEST_SESSION)
-    } else {
-        stage.home.shortest_ttl
-    };
-    Timing {
-        ttl: timing.ttl.max(shortest),
-        ..timing
-    }
-}
-
 /// Starts a run of a consensus-store stage: its cluster and the database
 /// node. The session timeout or lease TTL takes the TTL's place where
-/// every run starts ([`timing_for`], in `Run::start_with_db`).
+/// every run starts ([`super::Timing::for_stage`], in `Run::start_with_db`).
 pub(super) async fn start_run(stage: StageEntry, env: ScenarioEnv, stock: i64) -> Result<Run> {
     if let (Some(Store::ZooKeeper), Some(shared)) =
         (store_of(&stage.description), env.shared_zookeeper.clone())

@@ -19,7 +19,7 @@
 //! Facts: `lock_on_new_master` (1 when the promoted replica had A's lock
 //! key) and `b_acquired`, each 1 or 0.
 
-use lockcore::StageEntry;
+use lockcore::{Description, StageEntry};
 
 use super::steps::{Stale, a_stale_b_on_new_master, note_lock_on_new_master};
 use super::{Recorded, Run, ScenarioEnv};
@@ -32,6 +32,14 @@ const STOCK: i64 = 1;
 const MASTER: usize = 0;
 /// The replica's.
 const REPLICA: usize = 1;
+
+/// Where the story does not apply: a consensus store has no replica to
+/// promote, and a stage must keep its lock on one node to lose it there.
+pub(super) fn not_applicable(stage: &Description) -> Option<&'static str> {
+    let consensus =
+        "ZooKeeper: no master and replica; its leader killed is the leader-killed column";
+    super::ensemble::redis_only(stage, consensus).or_else(|| super::steps::not_on_replicas(stage))
+}
 
 pub(super) async fn run(stage: StageEntry, env: ScenarioEnv) -> Result<Recorded> {
     let (mut run, link) = Run::start_replicated(stage, env, STOCK).await?;

@@ -42,7 +42,9 @@ use crate::topology::redlock;
 const STOCK: i64 = 2;
 
 pub(super) fn not_applicable(stage: &Description) -> Option<&'static str> {
-    (stage.stage == 0).then_some("no lock, so no release to race")
+    let consensus = "ZooKeeper: the release deletes our own node by its path; no GET to race, no expiry while the session lives";
+    super::ensemble::redis_only(stage, consensus)
+        .or_else(|| (stage.stage == 0).then_some("no lock, so no release to race"))
 }
 
 /// Where A's release is stopped: the last moment before its final command

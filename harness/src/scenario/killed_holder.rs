@@ -7,6 +7,9 @@ use lockcore::StageEntry;
 use super::{Recorded, Run, ScenarioEnv};
 use crate::error::Result;
 
+/// Every stage can be told this story.
+pub(super) use super::always as not_applicable;
+
 pub(super) async fn run(stage: StageEntry, env: ScenarioEnv) -> Result<Recorded> {
     let mut run = Run::start(stage, env, 1).await?;
     let mut holder = run.holder_holding_the_lock("client-A").await?;

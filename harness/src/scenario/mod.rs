@@ -86,240 +86,163 @@ impl std::fmt::Debug for Scenario {
     }
 }
 
+/// The stories every stage can be told.
 fn always(_: &Description) -> Option<&'static str> {
     None
 }
 
+/// An entry of [`SCENARIOS`]: the story `$story::run` tells (given
+/// `$variant` where one story is told several ways), for the stages
+/// `$story::not_applicable` leaves.
+macro_rules! story {
+    ($name:literal, $story:ident $(($variant:expr))?, $title:literal) => {
+        Scenario {
+            name: $name,
+            title: $title,
+            not_applicable: $story::not_applicable,
+            record: |stage, env| Box::pin($story::run(stage, env $(, $variant)?)),
+        }
+    };
+}
+
 /// Every scenario, in the matrix's column order.
 pub const SCENARIOS: &[Scenario] = &[
-    Scenario {
-        name: "contention",
-        title: "8 clients buy 10 items at once",
-        not_applicable: always,
-        record: |stage, env| Box::pin(contention::run(stage, env)),
-    },
-    Scenario {
-        name: "killed-holder",
-        title: "the holder process is killed with kill -9 inside the critical section",
-        not_applicable: always,
-        record: |stage, env| Box::pin(killed_holder::run(stage, env)),
-    },
-    Scenario {
-        name: "crash-before-expire",
-        title: "the holder crashes right after its first lock command",
-        not_applicable: crash_before_expire::not_applicable,
-        record: |stage, env| Box::pin(crash_before_expire::run(stage, env)),
-    },
-    Scenario {
-        name: "slow-business",
-        title: "the holder keeps working while a rival waits up to three TTLs for the lock",
-        not_applicable: slow_business::not_applicable,
-        record: |stage, env| Box::pin(slow_business::run(stage, env)),
-    },
-    Scenario {
-        name: "get-del-race",
-        title: "the holder's release stalls (between GET and DEL where there is one) while the lock expires",
-        not_applicable: |stage| {
-            ensemble::redis_only(stage, "ZooKeeper: the release deletes our own node by its path; no GET to race, no expiry while the session lives")
-                .or_else(|| get_del_race::not_applicable(stage))
-        },
-        record: |stage, env| Box::pin(get_del_race::run(stage, env)),
-    },
-    Scenario {
-        name: "gc-pause",
-        title: "the holder process is frozen (SIGSTOP) while a rival waits up to three TTLs, then thawed",
-        not_applicable: gc_pause::not_applicable,
-        record: |stage, env| Box::pin(gc_pause::run(stage, env)),
-    },
-    Scenario {
-        name: "failover",
-        title: "the master dies before the lock reaches its replica; the replica is promoted",
-        not_applicable: |stage| {
-            ensemble::redis_only(
-                stage,
-                "ZooKeeper: no master and replica; its leader killed is the leader-killed column",
-            )
-            .or_else(|| steps::not_on_replicas(stage))
-        },
-        record: |stage, env| Box::pin(failover::run(stage, env)),
-    },
-    Scenario {
-        name: "restart-without-persistence",
-        title: "a node that granted the lock restarts empty",
-        not_applicable: |stage| {
-            ensemble::redis_only(stage, "ZooKeeper: a write is in a majority's fsynced log before it is acknowledged; no member restarts empty")
-                .or_else(|| restart_without_persistence::not_applicable(stage))
-        },
-        record: |stage, env| Box::pin(restart_without_persistence::run(stage, env)),
-    },
-    Scenario {
-        name: "clock-jump",
-        title: "a node's clock jumps forward, so the lock expires early there",
-        not_applicable: |stage| {
-            ensemble::redis_only(
-                stage,
-                "ZooKeeper: no key TTL to cut; sessions are timed on the servers' monotonic clocks",
-            )
-            .or_else(|| clock_jump::not_applicable(stage))
-        },
-        record: |stage, env| Box::pin(clock_jump::run(stage, env)),
-    },
-    Scenario {
-        name: "reentrant",
-        title: "the holder asks for the lock it already holds",
-        not_applicable: reentrant::not_applicable,
-        record: |stage, env| Box::pin(reentrant::run(stage, env)),
-    },
-    Scenario {
-        name: "network-delay",
-        title: "replies are delayed until the lock's validity is used up",
-        not_applicable: |stage| {
-            ensemble::redis_only(stage, "ZooKeeper: the delaying proxy stands in front of Redis nodes; none is built for the ensemble yet")
-                .or_else(|| network_delay::not_applicable(stage))
-        },
-        record: |stage, env| Box::pin(network_delay::run(stage, env)),
-    },
-    Scenario {
-        name: "stale-write-first",
-        title: "the holder's business outlives the lock; the new holder reads, then the stale holder writes first",
-        not_applicable: always,
-        record: |stage, env| Box::pin(stale_write_first::run(stage, env)),
-    },
-    Scenario {
-        name: "business-error",
-        title: "the business fails inside the critical section and the release is skipped",
-        not_applicable: |stage| {
-            ensemble::redis_only(stage, "ZooKeeper: no observer of the ensemble's nodes yet, so the deadlock of a skipped release (the node lives with the session) cannot be judged")
-                .or_else(|| business_error::not_applicable(stage))
-        },
-        record: |stage, env| Box::pin(business_error::run(stage, env)),
-    },
-    Scenario {
-        name: "sentinel-failover",
-        title: "the master dies before its replicas have the lock; the Sentinels promote one",
-        not_applicable: sentinel_failover::not_applicable,
-        record: |stage, env| {
-            Box::pin(sentinel_failover::run(
-                stage,
-                env,
-                sentinel_failover::Confirm::Nothing,
-            ))
-        },
-    },
-    Scenario {
-        name: "split-brain",
-        title: "a partition cuts the master off from its replicas and Sentinels, but not from client-A",
-        not_applicable: split_brain::not_applicable,
-        record: |stage, env| Box::pin(split_brain::run(stage, env, split_brain::Mitigation::None)),
-    },
-    Scenario {
-        name: "split-brain-min-replicas",
-        title: "the same partition, with min-replicas-to-write 1 and min-replicas-max-lag 1 on the master",
-        not_applicable: split_brain::not_applicable,
-        record: |stage, env| {
-            Box::pin(split_brain::run(
-                stage,
-                env,
-                split_brain::Mitigation::MinReplicas,
-            ))
-        },
-    },
-    Scenario {
-        name: "sentinel-failover-wait",
-        title: "the Sentinel failover, with client-A confirming its lock by WAIT 1 (as Redisson does)",
-        not_applicable: sentinel_failover::not_applicable,
-        record: |stage, env| {
-            Box::pin(sentinel_failover::run(
-                stage,
-                env,
-                sentinel_failover::Confirm::Wait,
-            ))
-        },
-    },
-    Scenario {
-        name: "sentinel-failover-wait-other-replica",
-        title: "WAIT 1 is answered by one replica, which dies with the master; the other is promoted",
-        not_applicable: sentinel_failover::not_applicable,
-        record: |stage, env| {
-            Box::pin(sentinel_failover::run(
-                stage,
-                env,
-                sentinel_failover::Confirm::WaitOtherReplicaPromoted,
-            ))
-        },
-    },
-    Scenario {
-        name: "dead-waiter",
-        title: "a waiter is killed with kill -9 while it waits; the holder releases; how long does the next waiter wait?",
-        not_applicable: dead_waiter::not_applicable,
-        record: |stage, env| Box::pin(dead_waiter::run(stage, env)),
-    },
-    Scenario {
-        name: "leader-killed",
-        title: "the consensus store's leader is killed with kill -9 while client-A holds the lock",
-        not_applicable: leader_killed::not_applicable,
-        record: |stage, env| Box::pin(leader_killed::run(stage, env)),
-    },
-    Scenario {
-        name: "minority-partition",
-        title: "a partition leaves client-A with the leader alone, a minority; client-B asks the majority",
-        not_applicable: minority_partition::not_applicable,
-        record: |stage, env| Box::pin(minority_partition::run(stage, env)),
-    },
-    Scenario {
-        name: "cluster-failover",
-        title: "the master of the lock's slot dies before its replica has the lock; the cluster promotes the replica",
-        not_applicable: cluster_failover::not_applicable,
-        record: |stage, env| {
-            Box::pin(cluster_failover::run(
-                stage,
-                env,
-                cluster_failover::Confirm::Nothing,
-            ))
-        },
-    },
-    Scenario {
-        name: "cluster-failover-wait",
-        title: "the cluster failover, with client-A confirming its lock by WAIT 1 on the slot's master",
-        not_applicable: cluster_failover::not_applicable,
-        record: |stage, env| {
-            Box::pin(cluster_failover::run(
-                stage,
-                env,
-                cluster_failover::Confirm::Wait,
-            ))
-        },
-    },
-    Scenario {
-        name: "cluster-partition",
-        title: "the master of the lock's slot is cut off from the other nodes, not from client-A; cluster-node-timeout decides",
-        not_applicable: cluster_partition::not_applicable,
-        record: |stage, env| Box::pin(cluster_partition::run(stage, env)),
-    },
-    Scenario {
-        name: "duplicate-request",
-        title: "client-A is slow to charge request-1; the gateway times out and retries request-1 at client-B",
-        not_applicable: duplicate_request::not_applicable,
-        record: |stage, env| Box::pin(duplicate_request::run(stage, env)),
-    },
-    Scenario {
-        name: "arrival-order",
-        title: "four waiters line up one at a time; each client that releases asks again at once",
-        not_applicable: arrival_order::not_applicable,
-        record: |stage, env| Box::pin(arrival_order::run(stage, env)),
-    },
-    Scenario {
-        name: "release-before-commit",
-        title: "client-A releases the lock inside its transaction, before the commit",
-        not_applicable: release_before_commit::not_applicable,
-        record: |stage, env| Box::pin(release_before_commit::run(stage, env)),
-    },
-    Scenario {
-        name: "eviction",
-        title: "the lock node doubles as a cache (maxmemory, volatile-lru) and fills up while client-A holds",
-        not_applicable: eviction::not_applicable,
-        record: |stage, env| Box::pin(eviction::run(stage, env)),
-    },
+    story!("contention", contention, "8 clients buy 10 items at once"),
+    story!(
+        "killed-holder",
+        killed_holder,
+        "the holder process is killed with kill -9 inside the critical section"
+    ),
+    story!(
+        "crash-before-expire",
+        crash_before_expire,
+        "the holder crashes right after its first lock command"
+    ),
+    story!(
+        "slow-business",
+        slow_business,
+        "the holder keeps working while a rival waits up to three TTLs for the lock"
+    ),
+    story!(
+        "get-del-race",
+        get_del_race,
+        "the holder's release stalls (between GET and DEL where there is one) while the lock expires"
+    ),
+    story!(
+        "gc-pause",
+        gc_pause,
+        "the holder process is frozen (SIGSTOP) while a rival waits up to three TTLs, then thawed"
+    ),
+    story!(
+        "failover",
+        failover,
+        "the master dies before the lock reaches its replica; the replica is promoted"
+    ),
+    story!(
+        "restart-without-persistence",
+        restart_without_persistence,
+        "a node that granted the lock restarts empty"
+    ),
+    story!(
+        "clock-jump",
+        clock_jump,
+        "a node's clock jumps forward, so the lock expires early there"
+    ),
+    story!(
+        "reentrant",
+        reentrant,
+        "the holder asks for the lock it already holds"
+    ),
+    story!(
+        "network-delay",
+        network_delay,
+        "replies are delayed until the lock's validity is used up"
+    ),
+    story!(
+        "stale-write-first",
+        stale_write_first,
+        "the holder's business outlives the lock; the new holder reads, then the stale holder writes first"
+    ),
+    story!(
+        "business-error",
+        business_error,
+        "the business fails inside the critical section and the release is skipped"
+    ),
+    story!(
+        "sentinel-failover",
+        sentinel_failover(sentinel_failover::Confirm::Nothing),
+        "the master dies before its replicas have the lock; the Sentinels promote one"
+    ),
+    story!(
+        "split-brain",
+        split_brain(split_brain::Mitigation::None),
+        "a partition cuts the master off from its replicas and Sentinels, but not from client-A"
+    ),
+    story!(
+        "split-brain-min-replicas",
+        split_brain(split_brain::Mitigation::MinReplicas),
+        "the same partition, with min-replicas-to-write 1 and min-replicas-max-lag 1 on the master"
+    ),
+    story!(
+        "sentinel-failover-wait",
+        sentinel_failover(sentinel_failover::Confirm::Wait),
+        "the Sentinel failover, with client-A confirming its lock by WAIT 1 (as Redisson does)"
+    ),
+    story!(
+        "sentinel-failover-wait-other-replica",
+        sentinel_failover(sentinel_failover::Confirm::WaitOtherReplicaPromoted),
+        "WAIT 1 is answered by one replica, which dies with the master; the other is promoted"
+    ),
+    story!(
+        "dead-waiter",
+        dead_waiter,
+        "a waiter is killed with kill -9 while it waits; the holder releases; how long does the next waiter wait?"
+    ),
+    story!(
+        "leader-killed",
+        leader_killed,
+        "the consensus store's leader is killed with kill -9 while client-A holds the lock"
+    ),
+    story!(
+        "minority-partition",
+        minority_partition,
+        "a partition leaves client-A with the leader alone, a minority; client-B asks the majority"
+    ),
+    story!(
+        "cluster-failover",
+        cluster_failover(cluster_failover::Confirm::Nothing),
+        "the master of the lock's slot dies before its replica has the lock; the cluster promotes the replica"
+    ),
+    story!(
+        "cluster-failover-wait",
+        cluster_failover(cluster_failover::Confirm::Wait),
+        "the cluster failover, with client-A confirming its lock by WAIT 1 on the slot's master"
+    ),
+    story!(
+        "cluster-partition",
+        cluster_partition,
+        "the master of the lock's slot is cut off from the other nodes, not from client-A; cluster-node-timeout decides"
+    ),
+    story!(
+        "duplicate-request",
+        duplicate_request,
+        "client-A is slow to charge request-1; the gateway times out and retries request-1 at client-B"
+    ),
+    story!(
+        "arrival-order",
+        arrival_order,
+        "four waiters line up one at a time; each client that releases asks again at once"
+    ),
+    story!(
+        "release-before-commit",
+        release_before_commit,
+        "client-A releases the lock inside its transaction, before the commit"
+    ),
+    story!(
+        "eviction",
+        eviction,
+        "the lock node doubles as a cache (maxmemory, volatile-lru) and fills up while client-A holds"
+    ),
 ];
 
 /// Finds a scenario by name.
@@ -351,6 +274,23 @@ impl Timing {
     /// TTLs, so a lock that does expire is always taken well within it.
     pub fn patience(&self) -> Duration {
         self.ttl * 3
+    }
+
+    /// The times a run of `stage` uses: these, with the TTL raised to the
+    /// shortest the lock can take (python-redis-lock's whole second); on a
+    /// consensus store, the session timeout or the lease's TTL, at least
+    /// [`ensemble::SHORTEST_SESSION`]. The stories time their steps from
+    /// the TTL, so their other times scale with it.
+    pub fn for_stage(self, stage: &Description) -> Self {
+        let shortest = if stage.home.on_consensus_store() {
+            stage.home.shortest_ttl.max(ensemble::SHORTEST_SESSION)
+        } else {
+            stage.home.shortest_ttl
+        };
+        Self {
+            ttl: self.ttl.max(shortest),
+            ..self
+        }
     }
 }
 

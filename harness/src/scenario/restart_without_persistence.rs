@@ -29,7 +29,9 @@ use crate::fault::node::LockNodes;
 const VICTIM: usize = 0;
 
 pub(super) fn not_applicable(stage: &Description) -> Option<&'static str> {
-    (stage.stage == 0).then_some("no lock for a node to forget")
+    let consensus = "ZooKeeper: a write is in a majority's fsynced log before it is acknowledged; no member restarts empty";
+    super::ensemble::redis_only(stage, consensus)
+        .or_else(|| (stage.stage == 0).then_some("no lock for a node to forget"))
 }
 
 pub(super) async fn run(stage: StageEntry, mut env: ScenarioEnv) -> Result<Recorded> {

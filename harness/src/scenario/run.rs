@@ -119,14 +119,9 @@ impl Run {
         if super::ensemble::on_consensus_store(&stage.description) {
             return super::ensemble::start_run(stage, env, stock).await;
         }
-        // Every server of the run starts at once, the database among them:
-        // on Docker each is a container, a few hundred milliseconds apiece
-        // when started one after another.
-        let (nodes, db) = tokio::try_join!(
-            redlock::start(&env.backend, stage.description.nodes),
-            Node::start(&env.backend, "db", &[]),
-        )?;
-        Self::start_with_db(stage, env, stock, nodes, db).await
+        let backend = env.backend.clone();
+        let nodes = async { Ok(((), redlock::start(&backend, stage.description.nodes).await?)) };
+        Ok(Self::start_beside(stage, env, stock, nodes).await?.0)
     }
 
     /// Like [`Run::start`], on a master and one replica of it
@@ -140,17 +135,16 @@ impl Run {
     ) -> Result<(Self, ReplicationLink)> {
         one_lock_node(&stage.description, "a master and its replica")?;
         let env = env.for_new_run();
-        // The database may be a plain spare (see harness::server::Spares).
-        let (replicated, db) = tokio::try_join!(
-            Replicated::start(&env.backend),
-            Node::start(&env.backend, "db", &[]),
-        )?;
-        let Replicated {
-            master,
-            replica,
-            link,
-        } = replicated;
-        let run = Self::start_with_db(stage, env, stock, vec![master, replica], db).await?;
+        let backend = env.backend.clone();
+        let nodes = async {
+            let Replicated {
+                master,
+                replica,
+                link,
+            } = Replicated::start(&backend).await?;
+            Ok((link, vec![master, replica]))
+        };
+        let (run, link) = Self::start_beside(stage, env, stock, nodes).await?;
         run.narrate("the replica is in sync with the master (master_link_status:up)");
         Ok((run, link))
     }
@@ -170,12 +164,9 @@ impl Run {
         one_lock_node(&stage.description, "a master with Sentinels")?;
         let mut env = env.for_new_run();
         env.timing.ttl = env.timing.ttl.max(topology::LEASE);
-        // The database, which only the clients reach, may be a plain spare.
-        let ((mut sentinels, nodes), db) = tokio::try_join!(
-            SentinelTopology::start(&env.backend, master_args, wiring),
-            Node::start(&env.backend, "db", &[]),
-        )?;
-        let mut run = Self::start_with_db(stage, env, stock, nodes, db).await?;
+        let backend = env.backend.clone();
+        let nodes = SentinelTopology::start(&backend, master_args, wiring);
+        let (mut run, mut sentinels) = Self::start_beside(stage, env, stock, nodes).await?;
         sentinels.watch(&run.nodes[0], run.timeline()).await?;
         run.factory.lock_urls = vec![sentinels.url()];
         Ok((run, sentinels))
@@ -194,12 +185,9 @@ impl Run {
         one_lock_node(&stage.description, "one cluster")?;
         let mut env = env.for_new_run();
         env.timing.ttl = env.timing.ttl.max(topology::LEASE);
-        // The database may be a plain spare.
-        let ((mut cluster, nodes), db) = tokio::try_join!(
-            ClusterTopology::start(&env.backend),
-            Node::start(&env.backend, "db", &[]),
-        )?;
-        let mut run = Self::start_with_db(stage, env, stock, nodes, db).await?;
+        let backend = env.backend.clone();
+        let nodes = ClusterTopology::start(&backend);
+        let (mut run, mut cluster) = Self::start_beside(stage, env, stock, nodes).await?;
         cluster
             .watch(&run.nodes, run.timeline(), &run.lock_key)
             .await?;
@@ -220,8 +208,24 @@ impl Run {
         Self::start_with_db(stage, env, stock, nodes, db).await
     }
 
-    /// Like [`Run::start_on`], with the database node started too (at the
-    /// same time as the lock nodes, by a caller that starts several).
+    /// Starts the database node while `lock_nodes` starts the lock's (a
+    /// topology, and what it hands back beside its nodes), then the run on
+    /// them. At once: on Docker each node is a container, a few hundred
+    /// milliseconds apiece when started one after another (the database,
+    /// which only the clients reach, may be a plain spare).
+    async fn start_beside<T>(
+        stage: StageEntry,
+        env: ScenarioEnv,
+        stock: i64,
+        lock_nodes: impl std::future::Future<Output = Result<(T, Vec<Node>)>>,
+    ) -> Result<(Self, T)> {
+        let ((topology, nodes), db) =
+            tokio::try_join!(lock_nodes, Node::start(&env.backend, "db", &[]))?;
+        let run = Self::start_with_db(stage, env, stock, nodes, db).await?;
+        Ok((run, topology))
+    }
+
+    /// Like [`Run::start_on`], with the database node started too.
     pub(crate) async fn start_with_db(
         stage: StageEntry,
         mut env: ScenarioEnv,
@@ -229,7 +233,7 @@ impl Run {
         nodes: Vec<Node>,
         db: Node,
     ) -> Result<Self> {
-        env.timing = super::ensemble::timing_for(&stage.description, env.timing);
+        env.timing = env.timing.for_stage(&stage.description);
         let history = History::new();
         let timeline = Timeline::of(&history);
         env.recorder.keep(&timeline);

@@ -42,7 +42,7 @@ use super::steps::{a_asks_the_cut_off_master, a_releases_late, b_buys_while_a_fi
 use super::{Recorded, Run, ScenarioEnv};
 use crate::error::Result;
 use crate::fault::node::LockNodes;
-use crate::topology::replicated::wait_for_replication_info;
+use crate::topology::replicated::{wait_demoted, wait_for_replication_info};
 use crate::topology::sentinel::Wiring;
 
 /// Items for sale: one, so a second order is an oversell.
@@ -137,14 +137,7 @@ pub(super) async fn run(
     // 7. The heal, and the demotion of the old master.
     sentinels.heal(&run.nodes[MASTER], run.timeline()).await?;
     run.narrate("the partition HEALS: the old master and its peers hear each other again");
-    wait_for_replication_info(&run.nodes[MASTER], "role", "slave", DEMOTED_WITHIN).await?;
-    wait_for_replication_info(
-        &run.nodes[MASTER],
-        "master_link_status",
-        "up",
-        DEMOTED_WITHIN,
-    )
-    .await?;
+    wait_demoted(&run.nodes[MASTER], DEMOTED_WITHIN).await?;
     sentinels.mark("old master in sync");
     run.watch_again(MASTER).await?;
     let kept = run.lock_key_exists(MASTER).await?;

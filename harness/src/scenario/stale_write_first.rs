@@ -37,6 +37,9 @@ use crate::workload::Sale;
 /// Items for sale: one, so any second order is an oversell.
 const STOCK: i64 = 1;
 
+/// Every stage can be told this story.
+pub(super) use super::always as not_applicable;
+
 pub(super) async fn run(stage: StageEntry, env: ScenarioEnv) -> Result<Recorded> {
     let mut run = Run::start(stage, env, STOCK).await?;
     let timing = run.env.timing;

@@ -267,50 +267,21 @@ pub(crate) fn drop_together<T: Send>(items: Vec<T>) {
     });
 }
 
+/// What a node is started as.
+#[derive(Clone, Copy)]
+enum Role<'a> {
+    /// A plain Redis server.
+    Server,
+    /// A Redis Cluster node, knowing no other node yet.
+    ClusterNode,
+    /// A Sentinel whose configuration file says this.
+    Sentinel(&'a str),
+}
+
 impl Node {
     /// Starts a node on `backend`, labelled for timelines.
     pub async fn start(backend: &Backend, label: &str, extra_args: &[&str]) -> Result<Self> {
-        let server = match backend {
-            Backend::Process => Server::Process(RedisProcess::start(extra_args).await?),
-            Backend::Docker { rig: Some(rig), .. } => {
-                let (container, _) = RedisContainer::start_in_rig(
-                    rig,
-                    Kind::Server,
-                    &[],
-                    extra_args,
-                    &[],
-                    CONTAINER_REDIS_PORT,
-                )
-                .await?;
-                Server::Container(Box::new(container))
-            }
-            Backend::Docker {
-                spares: Some(spares),
-                ..
-            } => Server::Container(Box::new(
-                RedisContainer::start_or_reuse(spares, extra_args).await?,
-            )),
-            Backend::Docker { image, network, .. } => Server::Container(Box::new(
-                RedisContainer::start(
-                    image,
-                    network.clone(),
-                    &[],
-                    extra_args,
-                    &[],
-                    CONTAINER_REDIS_PORT,
-                )
-                .await?,
-            )),
-            // The harness configures no server it did not start.
-            Backend::External(_) if !extra_args.is_empty() => {
-                return Err(HarnessError::NotApplicable(external::NO_FAULTS));
-            }
-            Backend::External(server) => Server::External(server.clone()),
-        };
-        Ok(Self {
-            label: label.to_owned(),
-            server,
-        })
+        Self::start_as(backend, label, Role::Server, extra_args).await
     }
 
     /// Starts a node as [`Node::start`] does, that the harness and the
@@ -324,9 +295,7 @@ impl Node {
         extra_args: &[&str],
     ) -> Result<Self> {
         let mut node = Self::start(backend, label, extra_args).await?;
-        if let Server::Container(c) = &mut node.server {
-            c.join_clients_network().await?;
-        }
+        node.join_clients_network().await?;
         Ok(node)
     }
 
@@ -338,55 +307,50 @@ impl Node {
         label: &str,
         extra_args: &[&str],
     ) -> Result<Self> {
+        Self::start_as(backend, label, Role::ClusterNode, extra_args).await
+    }
+
+    /// Starts a Sentinel on `backend` whose configuration file says
+    /// `config`. A Sentinel a rig kept (see [`Backend::for_rig`]) is told the
+    /// same at run time instead: each `sentinel monitor` line as `SENTINEL
+    /// MONITOR`, each other line as `SENTINEL SET`.
+    pub async fn start_sentinel(backend: &Backend, label: &str, config: &str) -> Result<Self> {
+        Self::start_as(backend, label, Role::Sentinel(config), &[]).await
+    }
+
+    async fn start_as(
+        backend: &Backend,
+        label: &str,
+        role: Role<'_>,
+        extra_args: &[&str],
+    ) -> Result<Self> {
         let server = match backend {
-            Backend::Process => {
-                Server::Process(RedisProcess::start_cluster_node(extra_args).await?)
+            Backend::Process => Server::Process(match role {
+                Role::Server => RedisProcess::start(extra_args).await?,
+                Role::ClusterNode => RedisProcess::start_cluster_node(extra_args).await?,
+                Role::Sentinel(config) => RedisProcess::start_sentinel(config).await?,
+            }),
+            // The harness configures no server it did not start.
+            Backend::External(server) if matches!(role, Role::Server) && extra_args.is_empty() => {
+                Server::External(server.clone())
             }
+            Backend::External(_) => return Err(no_faults()),
             Backend::Docker {
                 image,
                 network,
+                spares,
                 rig,
-                ..
-            } => {
-                let args: Vec<&str> = [
-                    "--cluster-enabled",
-                    "yes",
-                    "--cluster-config-file",
-                    "/data/nodes.conf",
-                ]
-                .into_iter()
-                .chain(extra_args.iter().copied())
-                .collect();
-                let container = match rig {
-                    Some(rig) => {
-                        RedisContainer::start_in_rig(
-                            rig,
-                            Kind::ClusterNode,
-                            &[],
-                            &args,
-                            &[],
-                            CONTAINER_REDIS_PORT,
-                        )
-                        .await?
-                        .0
-                    }
-                    None => {
-                        RedisContainer::start(
-                            image,
-                            network.clone(),
-                            &[],
-                            &args,
-                            &[],
-                            CONTAINER_REDIS_PORT,
-                        )
-                        .await?
-                    }
-                };
-                Server::Container(Box::new(container))
-            }
-            Backend::External(_) => {
-                return Err(HarnessError::NotApplicable(external::NO_FAULTS));
-            }
+            } => Server::Container(Box::new(
+                start_container(
+                    image,
+                    network,
+                    spares.as_ref(),
+                    rig.as_ref(),
+                    role,
+                    extra_args,
+                )
+                .await?,
+            )),
         };
         Ok(Self {
             label: label.to_owned(),
@@ -416,50 +380,6 @@ impl Node {
             c.join_clients_network().await?;
         }
         Ok(())
-    }
-
-    /// Starts a Sentinel on `backend` whose configuration file says
-    /// `config`. A Sentinel a rig kept (see [`Backend::for_rig`]) is told the
-    /// same at run time instead: each `sentinel monitor` line as `SENTINEL
-    /// MONITOR`, each other line as `SENTINEL SET`.
-    pub async fn start_sentinel(backend: &Backend, label: &str, config: &str) -> Result<Self> {
-        const FILE: &str = "/data/sentinel.conf";
-        let server = match backend {
-            Backend::Process => Server::Process(RedisProcess::start_sentinel(config).await?),
-            Backend::Docker { rig: Some(rig), .. } => {
-                let (container, kept) = RedisContainer::start_in_rig(
-                    rig,
-                    Kind::Sentinel,
-                    &[FILE, "--sentinel"],
-                    &["--port", &CONTAINER_SENTINEL_PORT.to_string()],
-                    &[(FILE, config.as_bytes().to_vec())],
-                    CONTAINER_SENTINEL_PORT,
-                )
-                .await?;
-                if kept {
-                    configure_sentinel(container.addr(), config).await?;
-                }
-                Server::Container(Box::new(container))
-            }
-            Backend::Docker { image, network, .. } => Server::Container(Box::new(
-                RedisContainer::start(
-                    image,
-                    network.clone(),
-                    &[FILE, "--sentinel"],
-                    &["--port", &CONTAINER_SENTINEL_PORT.to_string()],
-                    &[(FILE, config.as_bytes().to_vec())],
-                    CONTAINER_SENTINEL_PORT,
-                )
-                .await?,
-            )),
-            Backend::External(_) => {
-                return Err(HarnessError::NotApplicable(external::NO_FAULTS));
-            }
-        };
-        Ok(Self {
-            label: label.to_owned(),
-            server,
-        })
     }
 
     /// The node's label: `lock`, `db`, `replica`, `node1`…
@@ -566,6 +486,64 @@ impl Node {
             Server::Container(c) => Some(c),
             _ => None,
         }
+    }
+}
+
+/// Starts a container for `role`: in the run's rig when it has one (a
+/// node the rig kept, if one rests), a plain server from the matrix's
+/// spares when it shares them, else a new container on `network`.
+async fn start_container(
+    image: &str,
+    network: &Arc<RunNetwork>,
+    spares: Option<&Arc<Spares>>,
+    rig: Option<&Arc<RigLease>>,
+    role: Role<'_>,
+    extra_args: &[&str],
+) -> Result<RedisContainer> {
+    const SENTINEL_FILE: &str = "/data/sentinel.conf";
+    let sentinel_port = CONTAINER_SENTINEL_PORT.to_string();
+    let cluster_args = [
+        "--cluster-enabled",
+        "yes",
+        "--cluster-config-file",
+        "/data/nodes.conf",
+    ];
+    let (kind, leading, args, files, port): (_, &[&str], Vec<&str>, _, _) = match role {
+        Role::Server => (
+            Kind::Server,
+            &[],
+            extra_args.to_vec(),
+            vec![],
+            CONTAINER_REDIS_PORT,
+        ),
+        Role::ClusterNode => (
+            Kind::ClusterNode,
+            &[],
+            cluster_args.iter().chain(extra_args).copied().collect(),
+            vec![],
+            CONTAINER_REDIS_PORT,
+        ),
+        Role::Sentinel(config) => (
+            Kind::Sentinel,
+            &[SENTINEL_FILE, "--sentinel"],
+            vec!["--port", &sentinel_port],
+            vec![(SENTINEL_FILE, config.as_bytes().to_vec())],
+            CONTAINER_SENTINEL_PORT,
+        ),
+    };
+    match (rig, spares) {
+        (Some(rig), _) => {
+            let (container, kept) =
+                RedisContainer::start_in_rig(rig, kind, leading, &args, &files, port).await?;
+            if let (true, Role::Sentinel(config)) = (kept, role) {
+                configure_sentinel(container.addr(), config).await?;
+            }
+            Ok(container)
+        }
+        (None, Some(spares)) if kind == Kind::Server => {
+            RedisContainer::start_or_reuse(spares, &args).await
+        }
+        _ => RedisContainer::start(image, network.clone(), leading, &args, &files, port).await,
     }
 }
 

@@ -77,6 +77,14 @@ pub(crate) async fn wait_in_sync(replica: &Node) -> Result<()> {
     wait_for_replication_info(replica, "master_link_status", "up", SYNC_WITHIN).await
 }
 
+/// Waits until `old_master`, back from a partition, is a replica of the
+/// new master and in sync with it: its own copy of what it took while cut
+/// off has been thrown away.
+pub(crate) async fn wait_demoted(old_master: &Node, within: Duration) -> Result<()> {
+    wait_for_replication_info(old_master, "role", "slave", within).await?;
+    wait_for_replication_info(old_master, "master_link_status", "up", within).await
+}
+
 /// Waits until `node` says `field:value` in `INFO replication` (a demoted
 /// master says `role:slave`, then `master_link_status:up`), within
 /// `within`.

@@ -17,7 +17,7 @@ use testcontainers::{ContainerAsync, GenericImage, ImageExt as _};
 use tokio::time::{Instant, sleep};
 
 use super::network::disconnect;
-use super::spares::{self, Kind, Origin, RigLease, Spares};
+use super::spares::{self, Kind, Origin, RigLease, Spare, Spares};
 use super::{IMAGE_HINT, OWNER_LABEL, RunNetwork, owner, reaper, split_image};
 use crate::error::{HarnessError, Result};
 use crate::server::log_tail::tail;
@@ -143,22 +143,7 @@ impl RedisContainer {
     pub async fn start_or_reuse(spares: &Arc<Spares>, args: &[&str]) -> Result<Self> {
         let args: Vec<String> = args.iter().map(|s| (*s).to_owned()).collect();
         if let Some(spare) = spares.take(&args) {
-            let docker = docker_client_instance().await.map_err(|e| {
-                HarnessError::Docker(format!("cannot reach the Docker engine: {e}"))
-            })?;
-            let server = Self {
-                container: Some(spare.container),
-                docker,
-                image: spares.image().to_owned(),
-                addr: spare.addr,
-                peer_addr: spare.addr,
-                network: spare.network,
-                spare_origin: Some(spare.origin),
-                faulted: AtomicBool::new(false),
-                rig: None,
-            };
-            server.wait_ready().await?;
-            return Ok(server);
+            return Self::from_spare(spare, spares, None).await;
         }
         let extra: Vec<&str> = args.iter().map(String::as_str).collect();
         let mut server = Self::start(
@@ -200,22 +185,7 @@ impl RedisContainer {
                 // Removed as it drops.
                 continue;
             }
-            let docker = docker_client_instance().await.map_err(|e| {
-                HarnessError::Docker(format!("cannot reach the Docker engine: {e}"))
-            })?;
-            let server = Self {
-                container: Some(spare.container),
-                docker,
-                image: spares.image().to_owned(),
-                addr: spare.addr,
-                peer_addr: spare.addr,
-                network: spare.network,
-                spare_origin: Some(spare.origin),
-                faulted: AtomicBool::new(false),
-                rig: Some(lease.clone()),
-            };
-            server.wait_ready().await?;
-            return Ok((server, true));
+            return Ok((Self::from_spare(spare, spares, Some(lease)).await?, true));
         }
         let mut server = Self::start(
             spares.image(),
@@ -231,6 +201,31 @@ impl RedisContainer {
             Some(Origin::read(spares.clone(), Some(lease.rig()), kind, args, server.addr).await?);
         server.rig = Some(lease.clone());
         Ok((server, false))
+    }
+
+    /// A spare taken from `spares` (in `rig`, when a rig kept it), once it
+    /// answers.
+    async fn from_spare(
+        spare: Spare,
+        spares: &Arc<Spares>,
+        rig: Option<&Arc<RigLease>>,
+    ) -> Result<Self> {
+        let docker = docker_client_instance()
+            .await
+            .map_err(|e| HarnessError::Docker(format!("cannot reach the Docker engine: {e}")))?;
+        let server = Self {
+            container: Some(spare.container),
+            docker,
+            image: spares.image().to_owned(),
+            addr: spare.addr,
+            peer_addr: spare.addr,
+            network: spare.network,
+            spare_origin: Some(spare.origin),
+            faulted: AtomicBool::new(false),
+            rig: rig.cloned(),
+        };
+        server.wait_ready().await?;
+        Ok(server)
     }
 
     /// The testcontainers handle (there until the container is dropped).
