@@ -265,3 +265,21 @@ fn book_assets_with_an_unknown_run_exits_2_naming_the_runs() {
         "{error}"
     );
 }
+
+#[test]
+fn the_readme_counts_the_interview_questions_the_cli_lists() {
+    let listed = stdout(&lockstages(&["interview"]))
+        .lines()
+        .filter(|line| {
+            let line = line.trim_start();
+            line.split_once(". ")
+                .is_some_and(|(n, _)| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+        })
+        .count();
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md"))
+        .expect("the README is there");
+    assert!(
+        readme.contains(&format!("lists {listed} questions")),
+        "`interview` lists {listed} questions; the README says another number"
+    );
+}
