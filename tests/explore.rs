@@ -100,18 +100,24 @@ fn random_freezes_oversell_stage3() {
 #[test]
 fn known_failures_are_found_within_the_budget() {
     let seed = "424242";
+    // Stage 8 with the fixed resource oversells only after a failover (the
+    // promoted replica hands out a token again), and only when the fault
+    // lands in a window of a few milliseconds around a holder's read. Among
+    // every kind, on a loaded machine, fifteen trials (four failovers) once
+    // missed it; aimed at failovers alone it is found in the first or second
+    // trial, loaded or not.
     let cases = [
-        ("8", "write-only", &["stale-write", "oversold"][..]),
-        ("6", "reads-and-writes", &["oversold"][..]),
-        ("3", "reads-and-writes", &["foreign-delete"][..]),
-        ("8", "reads-and-writes", &["oversold"][..]),
+        ("8", "write-only", &["stale-write", "oversold"][..], None),
+        ("6", "reads-and-writes", &["oversold"][..], None),
+        ("3", "reads-and-writes", &["foreign-delete"][..], None),
+        ("8", "reads-and-writes", &["oversold"][..], Some("failover")),
     ];
     // The four explorations at once: each one's budget is counted in its
     // own seconds, and its first find in operations, not in time.
     let explored: Vec<(&str, &str, &[&str], Output)> = std::thread::scope(|scope| {
         let running: Vec<_> = cases
             .into_iter()
-            .map(|(stage, fencing, wanted)| {
+            .map(|(stage, fencing, wanted, kind)| {
                 scope.spawn(move || {
                     let mut args = vec![
                         "explore",
@@ -128,6 +134,9 @@ fn known_failures_are_found_within_the_budget() {
                     ];
                     for check in wanted {
                         args.extend(["--until-found", check]);
+                    }
+                    if let Some(kind) = kind {
+                        args.extend(["--kind", kind]);
                     }
                     (stage, fencing, wanted, lockstages(&args))
                 })
