@@ -45,20 +45,19 @@ impl Matrix {
     }
 
     fn read(&mut self, path: &Path) {
-        let matrix = self;
         let text =
             std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
         let json: serde_json::Value = serde_json::from_str(&text).expect("matrix.json parses");
         for cell in json["cells"].as_array().expect("matrix.json has cells") {
             let field = |name: &str| cell[name].as_str().unwrap_or_default().to_owned();
             let (stage, scenario) = (field("stage"), field("scenario"));
-            if !matrix.stages.contains(&stage) {
-                matrix.stages.push(stage.clone());
+            if !self.stages.contains(&stage) {
+                self.stages.push(stage.clone());
             }
-            if !matrix.scenarios.contains(&scenario) {
-                matrix.scenarios.push(scenario.clone());
+            if !self.scenarios.contains(&scenario) {
+                self.scenarios.push(scenario.clone());
             }
-            matrix.cells.insert(
+            self.cells.insert(
                 (stage, scenario),
                 Cell {
                     result: field("result"),

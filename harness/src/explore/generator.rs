@@ -70,17 +70,6 @@ impl Workload<'_> {
         })
     }
 
-    /// Client `slot`'s first holder process, started and ready.
-    pub(crate) async fn first_holder(&self, slot: usize) -> Result<HolderProcess> {
-        let name = client_name(slot);
-        let holder = self.factory.spawn_holder(self.launcher, &name).await?;
-        self.slots
-            .get(slot)
-            .pid
-            .store(holder.pid(), Ordering::SeqCst);
-        Ok(holder)
-    }
-
     /// Client `slot`'s loop with its first `holder`, until the trial's
     /// time is up.
     pub(crate) async fn client(&self, slot: usize, holder: HolderProcess) -> Result<()> {
@@ -93,7 +82,7 @@ impl Workload<'_> {
                 holder = None;
             }
             let Some(current) = holder.as_mut() else {
-                holder = self.respawn(&name, state).await?;
+                holder = self.respawn(slot, state).await?;
                 continue;
             };
             state.pass_gate().await;
@@ -116,14 +105,11 @@ impl Workload<'_> {
     /// lock node yet (a node cut off, replies delayed) answers its `ping`
     /// with an error, as it would have answered its first request: it is
     /// replaced again after a breath, as an unknown outcome is.
-    async fn respawn(&self, name: &str, state: &Slot) -> Result<Option<HolderProcess>> {
+    async fn respawn(&self, slot: usize, state: &Slot) -> Result<Option<HolderProcess>> {
         state.pid.store(0, Ordering::SeqCst);
         while Instant::now() < self.until {
-            match self.factory.spawn_holder(self.launcher, name).await {
-                Ok(holder) => {
-                    state.pid.store(holder.pid(), Ordering::SeqCst);
-                    return Ok(Some(holder));
-                }
+            match spawn(self.factory, self.launcher, slot, state).await {
+                Ok(holder) => return Ok(Some(holder)),
                 Err(HarnessError::Holder(_)) => sleep(self.ttl / 30).await,
                 Err(other) => return Err(other),
             }
@@ -208,6 +194,19 @@ impl Workload<'_> {
             .complete(name, op, Phase::Info, Detail::word(&error, None));
         Err(Unknown)
     }
+}
+
+/// Starts a holder process for client `slot`, ready, and notes its pid on
+/// `state` (the nemesis signals it there).
+pub(crate) async fn spawn(
+    factory: &ClientFactory,
+    launcher: &Launcher,
+    slot: usize,
+    state: &Slot,
+) -> Result<HolderProcess> {
+    let holder = factory.spawn_holder(launcher, &client_name(slot)).await?;
+    state.pid.store(holder.pid(), Ordering::SeqCst);
+    Ok(holder)
 }
 
 /// An operation's outcome is unknown; the client's process is replaced.

@@ -7,7 +7,7 @@ use futures_util::future::{join_all, try_join_all};
 use lockcore::StageEntry;
 use tokio::time::Instant;
 
-use super::generator::Workload;
+use super::generator::{self, Workload};
 use super::nemesis::{Nemesis, stall_point};
 use super::schedule::{Kind, Schedule, Shape, TRIAL_TTLS};
 use super::slots::Slots;
@@ -103,7 +103,15 @@ pub async fn run(env: &ScenarioEnv, spec: &TrialSpec) -> Result<TrialOutcome> {
 
     let slots = Slots::new(spec.clients);
     let factory = run.factory.clone();
-    let mut workload = Workload {
+    // Every client's holder is ready before the clock starts: the
+    // schedule's moments count from the start, and a library's holder
+    // takes a few hundred milliseconds to load (a Python adapter's imports).
+    let holders = try_join_all(
+        (0..spec.clients).map(|i| generator::spawn(&factory, &env.launcher, i, slots.get(i))),
+    )
+    .await?;
+    let start = Instant::now();
+    let workload = Workload {
         factory: &factory,
         launcher: &env.launcher,
         history: &history,
@@ -111,16 +119,9 @@ pub async fn run(env: &ScenarioEnv, spec: &TrialSpec) -> Result<TrialOutcome> {
         ttl: timing.ttl,
         business: timing.business,
         stall_point: stall_point(&spec.stage.description),
-        until: Instant::now(),
+        until: start + timing.ttl * TRIAL_TTLS,
         seed: (spec.seed, spec.trial),
     };
-    // Every client's holder is ready before the clock starts: the
-    // schedule's moments count from the start, and a library's holder
-    // takes a few hundred milliseconds to load (a Python adapter's imports).
-    let holders = try_join_all((0..spec.clients).map(|i| workload.first_holder(i))).await?;
-    let start = Instant::now();
-    workload.until = start + timing.ttl * TRIAL_TTLS;
-    let workload = workload;
     let clients = join_all(
         holders
             .into_iter()
